@@ -1,0 +1,284 @@
+"""The command line: parse options, call the core, hand the result to a renderer.
+
+torch and sympy are imported only inside commands, so ``--help`` and ``--version``
+answer at once. Every domain error becomes one ``Error: ...`` line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Sequence
+from enum import Enum
+from typing import Annotated, Any, NoReturn
+
+import typer
+from typer._click import exceptions as click_exceptions
+from typer._click.core import Context
+from typer.core import TyperCommand, TyperGroup, TyperOption
+
+from autogradcli import __version__
+from autogradcli.errors import AutogradCliError, UnknownVariableError, VariableError
+from autogradcli.expression import Limits
+from autogradcli.render_json import error_document
+
+USAGE_EXIT = 2
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def report_error(message: str, kind: str, json_output: bool) -> None:
+    """``Error: ...`` on stderr; with ``--json`` also ``{"error": ...}`` on stdout."""
+    message = _one_line(message)
+    if json_output:
+        typer.echo(error_document(kind, message))
+    typer.echo(f"Error: {message}", err=True)
+
+
+class AutogradGroup(TyperGroup):
+    """Turns Click's own usage errors into the same one-line ``Error: ...`` (exit 2)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_exceptions.ClickException as exc:
+            if not standalone_mode:
+                raise
+            message = exc.format_message()
+            ctx = getattr(exc, "ctx", None)
+            if isinstance(exc, click_exceptions.UsageError) and ctx is not None:
+                message = f"{message.rstrip('.')}. See '{ctx.command_path} --help'."
+            report_error(message, "usage", "--json" in argv)
+            sys.exit(exc.exit_code)
+        except click_exceptions.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        if standalone_mode:
+            sys.exit(rv if isinstance(rv, int) else 0)
+        return rv
+
+
+class GradCommand(TyperCommand):
+    """Accepts ``--NAME VALUE`` for any variable, options on either side of the expression,
+    and an expression that starts with a minus. Known options pass through to Click;
+    every other ``--NAME`` becomes ``--var NAME=VALUE``; the expression goes after ``--``."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        takes_value: dict[str, bool] = {}
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperOption):
+                for opt in (*param.opts, *param.secondary_opts):
+                    takes_value[opt] = not (param.is_flag or param.count)
+        known: list[str] = []
+        positional: list[str] = []
+        i = 0
+        while i < len(args):
+            token = args[i]
+            name, has_eq, inline = token.partition("=")
+            if token == "--":
+                positional += args[i + 1 :]
+                break
+            if name in takes_value:
+                step = 2 if takes_value[name] and not has_eq else 1
+                known += args[i : i + step]
+                i += step
+                continue
+            if token.startswith("--") and name[2:].isidentifier():
+                value: str | None = inline if has_eq else None
+                if not has_eq and i + 1 < len(args) and not args[i + 1].startswith("--"):
+                    value = args[i + 1]
+                    i += 1
+                known += ["--var", name[2:] if value is None else f"{name[2:]}={value}"]
+                i += 1
+                continue
+            positional.append(token)
+            i += 1
+        if len(positional) > 1:
+            raise click_exceptions.UsageError(
+                f"got more than one expression ({', '.join(map(repr, positional))}); quote the "
+                "expression and give values as --NAME VALUE",
+                ctx,
+            )
+        return super().parse_args(ctx, [*known, "--", *positional])
+
+
+app = typer.Typer(
+    cls=AutogradGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Gradients by PyTorch autograd, checked against SymPy's symbolic derivative.",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"autograd-cli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Gradients by PyTorch autograd, checked against SymPy's symbolic derivative."""
+
+
+class Dtype(str, Enum):
+    float32 = "float32"
+    float64 = "float64"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+
+
+GRAD_EPILOG = (
+    "Give each variable a value with --NAME VALUE, e.g. "
+    "autograd-cli grad \"2*x**4+x**3+3*x**2+5*x+1\" --x 2, or "
+    "autograd-cli grad \"mean((x+2)*(x+2)*3)\" --x \"ones(2,2)\" --repeat 2. "
+    "Values: numbers, nested lists \"[[1,2],[3,4]]\", ones(2,2), zeros(3), full(2,3,0.5), "
+    "arange(1,16), linspace(0,1,5), reshape(arange(1,16),5,3), rand(2,3), randn(2,3), "
+    "or files @x.npy @x.pt @x.csv @x.json. "
+    "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=GRAD_EPILOG)
+def grad(
+    expression: Annotated[
+        str,
+        typer.Argument(
+            help="Expression in Python syntax: + - * / ** (or ^), sin cos tan asin acos atan "
+            "sinh cosh tanh asinh acosh atanh exp log log2 log10 sqrt abs sigmoid relu, "
+            "sum(...) mean(...), constants pi e.",
+            show_default=False,
+        ),
+    ],
+    var: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--var",
+            metavar="NAME=VALUE",
+            help="A variable's value; same as --NAME VALUE, for names that clash with options.",
+        ),
+    ] = None,
+    weights: Annotated[
+        str | None,
+        typer.Option(
+            metavar="W",
+            help="External gradient for a non-scalar output, out.backward(W): a value of the "
+            "output's shape, 'ones', or a variable's name.",
+        ),
+    ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(min=1, max=10_000, help="Passes of forward + backward; .grad accumulates."),
+    ] = 1,
+    const: Annotated[
+        list[str] | None,
+        typer.Option(metavar="NAME", help="Make NAME a tensor with requires_grad=False."),
+    ] = None,
+    device: Annotated[
+        str, typer.Option(help="auto (CUDA if available, else CPU), cpu, cuda, cuda:N or mps.")
+    ] = "auto",
+    dtype: Annotated[Dtype, typer.Option(help="Tensor dtype.")] = Dtype.float32,
+    rtol: Annotated[
+        float | None,
+        typer.Option(help="Relative tolerance (default: torch.testing's for the dtype)."),
+    ] = None,
+    atol: Annotated[
+        float | None,
+        typer.Option(help="Absolute tolerance (default: torch.testing's for the dtype)."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed for rand()/randn() values (default: random, reported).")
+    ] = None,
+    max_elements: Annotated[
+        int, typer.Option(min=1, help="Largest number of elements any tensor may have.")
+    ] = Limits.max_elements,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Compute gradients with autograd's backward() and check them against SymPy."""
+    try:
+        values = _variables(var or [])
+        from autogradcli.gradient import compute_gradient
+
+        result = compute_gradient(
+            expression,
+            values,
+            weights=weights,
+            repeat=repeat,
+            const=const or [],
+            device=device,
+            dtype=dtype.value,
+            rtol=rtol,
+            atol=atol,
+            seed=seed,
+            limits=Limits(max_elements=max_elements),
+        )
+    except UnknownVariableError as exc:
+        _fail(str(exc) + _suggest_option(exc.name), exc.kind, json_output)
+    except AutogradCliError as exc:
+        _fail(str(exc), exc.kind, json_output)
+    if json_output:
+        from autogradcli.render_json import dumps
+
+        typer.echo(dumps(result.to_dict()))
+    else:
+        from autogradcli.render_rich import print_result
+
+        print_result(result)
+    raise typer.Exit(0 if result.agree else 1)
+
+
+def _variables(specs: list[str]) -> dict[str, str | None]:
+    """``NAME=VALUE`` items as a dict (``NAME`` alone: no value); a name given twice is an error."""
+    values: dict[str, str | None] = {}
+    for spec in specs:
+        name, has_value, value = spec.partition("=")
+        name = name.strip()
+        if not name.isidentifier():
+            raise VariableError(f"'{spec}' is not NAME=VALUE; write e.g. --var x=2")
+        if name in values:
+            raise VariableError(
+                f"variable '{name}' is given twice ({values[name]} and {value}); "
+                "give each variable one value"
+            )
+        values[name] = value if has_value else None
+    return values
+
+
+def _suggest_option(name: str) -> str:
+    options = [o[2:] for o in _grad_options() if o.startswith("--")]
+    close = difflib.get_close_matches(name.replace("_", "-"), options, n=1, cutoff=0.6)
+    return f"; did you mean --{close[0]}?" if close else ""
+
+
+def _grad_options() -> list[str]:
+    command = typer.main.get_command(app)
+    grad_command = command.commands["grad"]  # type: ignore[attr-defined]
+    return [o for p in grad_command.params if isinstance(p, TyperOption) for o in p.opts]
+
+
+def _fail(message: str, kind: str, json_output: bool) -> NoReturn:
+    report_error(message, kind, json_output)
+    raise typer.Exit(USAGE_EXIT)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

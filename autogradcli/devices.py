@@ -1,0 +1,57 @@
+"""Resolve ``--device`` and ``--dtype`` to torch objects, with errors that list what exists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autogradcli.errors import DeviceError
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def available_devices() -> list[str]:
+    """Devices this machine can use, e.g. ``['cpu', 'cuda:0']``."""
+    import torch
+
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    return found
+
+
+def resolve_device(spec: str) -> Any:
+    """``auto`` is CUDA when available, else CPU (as seed 000 does); others are checked."""
+    import torch
+
+    if spec == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(spec)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda", "mps"):
+        raise DeviceError(f"unknown device '{spec}'; use auto, cpu, cuda, cuda:N or mps")
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda:0")
+    name = "cpu" if device.type == "cpu" else str(device)
+    if device.type == "mps":
+        name = "mps"
+    available = available_devices()
+    if name not in available:
+        raise DeviceError(
+            f"device '{spec}' is not available here; available devices: {', '.join(available)} "
+            "(or use --device auto)"
+        )
+    return device
+
+
+def resolve_dtype(name: str) -> Any:
+    """The torch dtype for one of ``DTYPES``."""
+    import torch
+
+    if name not in DTYPES:
+        raise DeviceError(f"unknown dtype '{name}'; use one of {', '.join(DTYPES)}")
+    return getattr(torch, name)

@@ -1,0 +1,365 @@
+"""Parse expression text into a small tree by walking Python's ``ast`` with a whitelist.
+
+Nothing here evaluates user text: ``ast.parse`` only builds a syntax tree, and every
+node kind that is not numbers, names, ``+ - * / **``, unary minus and calls of the
+vocabulary is refused. ``^`` means power. Constant arithmetic (``2**3``) is checked
+for size before anything computes it.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from autogradcli.errors import ExpressionError, LimitError, ShapeError
+from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, REDUCTIONS, function_names
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds that stop abusive input before it costs time or memory."""
+
+    max_length: int = 10_000
+    max_depth: int = 200
+    max_exponent: int = 1_000
+    max_elements: int = 20_000_000
+
+
+@dataclass(frozen=True)
+class Num:
+    value: int | float
+
+
+@dataclass(frozen=True)
+class Name:
+    id: str
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str
+    operand: Node
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    arg: Node
+
+
+Node = Num | Name | Unary | Binary | Call
+
+NumberValue = int | float
+
+BINARY_OPS: dict[type, str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.Pow: "**",
+}
+UNARY_OPS: dict[type, str] = {ast.USub: "-", ast.UAdd: "+"}
+
+# Python's own operators: the torch side applies exactly these, as a typed line would.
+PY_BINARY: dict[str, Callable[[object, object], object]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "**": operator.pow,
+}
+PY_UNARY: dict[str, Callable[[object], object]] = {"-": operator.neg, "+": operator.pos}
+
+# Integer constants are kept below the float range so every side can represent them.
+MAX_INT_BITS = 1024
+
+_REFUSED: dict[type, str] = {
+    ast.Attribute: "attribute access",
+    ast.Subscript: "subscripts",
+    ast.Lambda: "lambda",
+    ast.ListComp: "comprehensions",
+    ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions",
+    ast.GeneratorExp: "comprehensions",
+    ast.Compare: "comparisons",
+    ast.BoolOp: "'and'/'or'",
+    ast.IfExp: "conditional expressions",
+    ast.List: "lists",
+    ast.Tuple: "tuples",
+    ast.Dict: "dicts",
+    ast.Set: "sets",
+    ast.JoinedStr: "strings",
+    ast.NamedExpr: "assignments",
+    ast.Starred: "starred arguments",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+    ast.Slice: "slices",
+}
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed expression: its text, its tree and its free variables in order of appearance."""
+
+    text: str
+    root: Node
+    variables: tuple[str, ...] = field(default=())
+
+
+def _allowed() -> str:
+    return "numbers, variables, + - * / ** (or ^), parentheses and " + " ".join(function_names())
+
+
+def parse_expression(
+    text: str, limits: Limits | None = None, given: frozenset[str] = frozenset()
+) -> Expression:
+    """Parse ``text``; ``given`` names that have values (so ``pi``/``e`` become variables)."""
+    limits = limits or Limits()
+    if len(text) > limits.max_length:
+        raise LimitError(
+            f"expression is {len(text)} characters long; the limit is {limits.max_length}"
+        )
+    if not text.strip():
+        raise ExpressionError("the expression is empty; give one such as \"2*x**2 + 1\"")
+    source = text.replace("^", "**")
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        where = f" at column {exc.offset}" if exc.offset else ""
+        raise ExpressionError(
+            f"cannot parse the expression{where}: {exc.msg}; write it in Python syntax, "
+            'e.g. "2*x**4 + 3*x + 1"'
+        ) from None
+    except (RecursionError, MemoryError):
+        raise LimitError(
+            f"the expression is nested too deeply (limit {limits.max_depth} levels)"
+        ) from None
+    except ValueError as exc:
+        raise ExpressionError(f"cannot parse the expression: {exc}") from None
+    root = _convert(tree.body, 0, limits)
+    _check_constants(root, limits)
+    names = tuple(dict.fromkeys(n for n in walk_names(root) if n in given or n not in CONSTANTS))
+    return Expression(text=text, root=root, variables=names)
+
+
+def _convert(node: ast.AST, depth: int, limits: Limits) -> Node:
+    if depth > limits.max_depth:
+        raise LimitError(f"the expression is nested more than {limits.max_depth} levels deep")
+    if isinstance(node, ast.Constant):
+        return _constant(node.value)
+    if isinstance(node, ast.Name):
+        return Name(node.id)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPS:
+        return Unary(UNARY_OPS[type(node.op)], _convert(node.operand, depth + 1, limits))
+    if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
+        return Binary(
+            BINARY_OPS[type(node.op)],
+            _convert(node.left, depth + 1, limits),
+            _convert(node.right, depth + 1, limits),
+        )
+    if isinstance(node, ast.Call):
+        return _call(node, depth, limits)
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        symbol = ast.unparse(node).strip()
+        raise ExpressionError(
+            f"operator in '{symbol}' is not allowed; allowed are {_allowed()}"
+        )
+    what = _REFUSED.get(type(node), type(node).__name__)
+    raise ExpressionError(f"{what} cannot be used in an expression; allowed are {_allowed()}")
+
+
+def _constant(value: object) -> Num:
+    if isinstance(value, bool) or value is None or value is Ellipsis:
+        raise ExpressionError(f"'{value}' is not allowed in an expression; allowed are {_allowed()}")
+    if isinstance(value, complex):
+        raise ExpressionError("complex numbers are not supported; use real numbers")
+    if isinstance(value, (str, bytes)):
+        raise ExpressionError(f"strings are not allowed in an expression; allowed are {_allowed()}")
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        raise LimitError(
+            f"integer constant with {len(str(value))} digits is too large; "
+            "the limit is about 1e308"
+        )
+    if not isinstance(value, (int, float)):
+        raise ExpressionError(f"constant {value!r} is not allowed in an expression")
+    return Num(value)
+
+
+def _call(node: ast.Call, depth: int, limits: Limits) -> Call:
+    if not isinstance(node.func, ast.Name):
+        raise ExpressionError(
+            f"only plain function names can be called, not '{ast.unparse(node.func)}'; "
+            f"functions: {' '.join(function_names())}"
+        )
+    name = node.func.id
+    if name not in FUNCTIONS and name not in REDUCTIONS:
+        raise ExpressionError(
+            f"unknown function '{name}'; functions: {' '.join(function_names())}"
+        )
+    if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
+        raise ExpressionError(f"{name}() takes exactly one argument, e.g. {name}(x)")
+    return Call(name, _convert(node.args[0], depth + 1, limits))
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """All nodes of the tree, parents before children."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, Unary):
+            stack.append(current.operand)
+        elif isinstance(current, Binary):
+            stack.extend((current.right, current.left))
+        elif isinstance(current, Call):
+            stack.append(current.arg)
+
+
+def walk_names(node: Node) -> Iterator[str]:
+    """Names in the order they appear in the text."""
+    return (n.id for n in walk(node) if isinstance(n, Name))
+
+
+def constant_binary(op: str, left: NumberValue, right: NumberValue, limits: Limits) -> NumberValue:
+    """Python's arithmetic on two numbers, refusing results too large to represent."""
+    if op == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
+        bits = max(abs(left).bit_length() - 1, 0) * right
+        if bits > MAX_INT_BITS:
+            raise LimitError(
+                f"integer constant {left}**{right} is too large (about 2**{bits}); "
+                "the limit is about 1e308"
+            )
+    try:
+        result = PY_BINARY[op](left, right)
+    except ZeroDivisionError:
+        raise ExpressionError(
+            f"division by zero in the constant {left}{op}{right}"
+        ) from None
+    except OverflowError:
+        raise LimitError(f"the constant {left}{op}{right} overflows a float") from None
+    if isinstance(result, complex):
+        raise ExpressionError(
+            f"the constant {left}{op}{right} is a complex number; only real numbers are supported"
+        )
+    if isinstance(result, int) and result.bit_length() > MAX_INT_BITS:
+        raise LimitError(f"integer constant {left}{op}{right} is too large; the limit is about 1e308")
+    return result  # type: ignore[return-value]
+
+
+def constant_value(node: Node, limits: Limits) -> NumberValue | None:
+    """The Python value of a subtree without variables (``pi``/``e`` included), else None."""
+    if isinstance(node, Num):
+        return node.value
+    if isinstance(node, Name):
+        return CONSTANTS[node.id][0] if node.id in CONSTANTS else None
+    if isinstance(node, Unary):
+        inner = constant_value(node.operand, limits)
+        return None if inner is None else PY_UNARY[node.op](inner)  # type: ignore[return-value]
+    if isinstance(node, Binary):
+        left = constant_value(node.left, limits)
+        right = constant_value(node.right, limits)
+        if left is None or right is None:
+            return None
+        return constant_binary(node.op, left, right, limits)
+    return None
+
+
+def _check_constants(root: Node, limits: Limits) -> None:
+    """Compute every constant subtree (with size checks) and bound the exponents."""
+    for node in walk(root):
+        if not isinstance(node, Binary):
+            continue
+        if node.op == "**" and constant_value(node.left, limits) is None:
+            exponent = constant_value(node.right, limits)
+            if exponent is not None and abs(exponent) > limits.max_exponent:
+                raise LimitError(
+                    f"exponent {exponent:g} is larger than the limit {limits.max_exponent}"
+                )
+        constant_value(node, limits)
+
+
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "unary": 3, "**": 4}
+
+
+def unparse(node: Node) -> str:
+    """Text of a subtree with the parentheses it needs."""
+    if isinstance(node, Num):
+        return repr(node.value)
+    if isinstance(node, Name):
+        return node.id
+    if isinstance(node, Call):
+        return f"{node.func}({unparse(node.arg)})"
+    if isinstance(node, Unary):
+        inner = unparse(node.operand)
+        if isinstance(node.operand, Binary) and _PRECEDENCE[node.operand.op] < _PRECEDENCE["**"]:
+            inner = f"({inner})"
+        return f"{node.op}{inner}"
+    left, right = unparse(node.left), unparse(node.right)
+    mine = _PRECEDENCE[node.op]
+    if _needs_parens(node.left, mine, right_side=node.op == "**"):
+        left = f"({left})"
+    if _needs_parens(node.right, mine, right_side=node.op != "**"):
+        right = f"({right})"
+    return f"{left} {node.op} {right}" if mine == 1 else f"{left}{node.op}{right}"
+
+
+def _needs_parens(child: Node, parent: int, right_side: bool) -> bool:
+    if isinstance(child, Unary):
+        return parent >= _PRECEDENCE["**"]
+    if not isinstance(child, Binary):
+        return isinstance(child, Num) and child.value < 0
+    mine = _PRECEDENCE[child.op]
+    return mine < parent or (mine == parent and right_side)
+
+
+Shape = tuple[int, ...]
+
+
+def broadcast(left: Shape, right: Shape, where: str) -> Shape:
+    """PyTorch's (and NumPy's) broadcasting rule, with an error that shows both shapes."""
+    result = []
+    for a, b in zip(reversed((1,) * (len(right) - len(left)) + left),
+                    reversed((1,) * (len(left) - len(right)) + right)):
+        if a != b and a != 1 and b != 1:
+            raise ShapeError(
+                f"shapes {list(left)} and {list(right)} do not broadcast in '{where}'; "
+                "give the variables matching shapes"
+            )
+        result.append(b if a == 1 else a)
+    return tuple(reversed(result))
+
+
+def infer_shape(node: Node, shapes: dict[str, Shape], limits: Limits) -> Shape:
+    """The shape every subtree will have, checked before any tensor is built."""
+    if isinstance(node, Num):
+        return ()
+    if isinstance(node, Name):
+        return shapes.get(node.id, ())
+    if isinstance(node, Unary):
+        return infer_shape(node.operand, shapes, limits)
+    if isinstance(node, Call):
+        inner = infer_shape(node.arg, shapes, limits)
+        return () if node.func in REDUCTIONS else inner
+    shape = broadcast(
+        infer_shape(node.left, shapes, limits),
+        infer_shape(node.right, shapes, limits),
+        unparse(node),
+    )
+    size = math.prod(shape)
+    if size > limits.max_elements:
+        raise LimitError(
+            f"'{unparse(node)}' would have {size} elements (shape {list(shape)}); "
+            f"the limit is {limits.max_elements} (raise it with --max-elements)"
+        )
+    return shape

@@ -1,0 +1,291 @@
+"""The SymPy side: the same expression as SymPy terms, its derivatives, and their values.
+
+The expression is split into *blocks*: the output, and one block per reduction
+(``sum(...)``/``mean(...)``). Inside a block everything is elementwise, so one SymPy
+derivative per (block, symbol) is evaluated over the whole tensor at once with NumPy in
+float64. A reduction appears in its parent block as a real symbol named after its text
+(``sum(x)``), and the chain rule through it is the multivariate one:
+``d out/d x = del out/del x + (del out/del sum(x)) * d sum(x)/d x``. Every derivative
+here comes from ``sympy.diff``; nothing is taken from PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import reduce
+
+import numpy as np
+import sympy as sp
+
+from autogradcli.expression import (
+    Binary,
+    Call,
+    Expression,
+    Limits,
+    Name,
+    Node,
+    Num,
+    Shape,
+    Unary,
+    infer_shape,
+    unparse,
+)
+from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS, REDUCTIONS
+
+
+@dataclass
+class Block:
+    """One elementwise piece: its SymPy expression and the shape it broadcasts to."""
+
+    expr: sp.Expr
+    shape: Shape
+    kind: str | None = None  # "sum" or "mean" for a reduction block, None for the output
+
+
+@dataclass
+class Expected:
+    """What SymPy says: the output value, each gradient, and where it is not ordinary."""
+
+    output: np.ndarray
+    grads: dict[str, np.ndarray]
+    kinks: dict[str, np.ndarray] = field(default_factory=dict)
+    kink_notes: dict[str, set[str]] = field(default_factory=dict)
+
+
+class SymbolicModel:
+    """The expression in SymPy terms, split into elementwise blocks at each reduction."""
+
+    def __init__(
+        self, expression: Expression, shapes: dict[str, Shape], limits: Limits | None = None
+    ) -> None:
+        self.limits = limits or Limits()
+        self.shapes = shapes
+        self.symbols = {name: sp.Symbol(name, real=True) for name in expression.variables}
+        self.reductions: dict[sp.Symbol, Block] = {}
+        self.output = Block(self._build(expression.root), infer_shape(expression.root, shapes, self.limits))
+        self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
+
+    def _build(self, node: Node) -> sp.Expr:
+        if isinstance(node, Num):
+            return sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(node.value)
+        if isinstance(node, Name):
+            if node.id in self.symbols:
+                return self.symbols[node.id]
+            return getattr(sp, CONSTANTS[node.id][1])
+        if isinstance(node, Unary):
+            inner = self._build(node.operand)
+            return -inner if node.op == "-" else inner
+        if isinstance(node, Binary):
+            left, right = self._build(node.left), self._build(node.right)
+            return {
+                "+": lambda: left + right,
+                "-": lambda: left - right,
+                "*": lambda: left * right,
+                "/": lambda: left / right,
+                "**": lambda: left**right,
+            }[node.op]()
+        if isinstance(node, Call):
+            if node.func in REDUCTIONS:
+                return self._reduction(node)
+            return FUNCTIONS[node.func].sympy(sp, self._build(node.arg))
+        raise TypeError(f"unknown node {node!r}")
+
+    def _reduction(self, node: Call) -> sp.Symbol:
+        symbol = sp.Symbol(f"{node.func}({unparse(node.arg)})", real=True)
+        if symbol not in self.reductions:
+            shape = infer_shape(node.arg, self.shapes, self.limits)
+            self.reductions[symbol] = Block(self._build(node.arg), shape, node.func)
+        return symbol
+
+    def derivative(self, block: Block, symbol: sp.Symbol) -> sp.Expr:
+        """SymPy's partial derivative of one block, cached."""
+        key = (id(block), symbol)
+        if key not in self._derivatives:
+            self._derivatives[key] = sp.diff(block.expr, symbol)
+        return self._derivatives[key]
+
+    def derivative_text(self, name: str) -> str:
+        """The elementwise derivative with respect to ``name``, outer sum/mean unwrapped."""
+        block, scale = self.output, sp.Integer(1)
+        while block.expr in self.reductions:
+            inner = self.reductions[block.expr]
+            if inner.kind == "mean":
+                scale /= max(math.prod(inner.shape), 1)
+            block = inner
+        symbol = self.symbols[name]
+        text = str(scale * self.derivative(block, symbol))
+        through = sorted(
+            str(r) for r in block.expr.free_symbols if r in self.reductions and self._uses(r, symbol)
+        )
+        if through:
+            text += f"  [+ chain rule through {', '.join(through)}]"
+        return text
+
+    def _uses(self, reduction: sp.Symbol, symbol: sp.Symbol) -> bool:
+        inner = self.reductions[reduction].expr.free_symbols
+        return symbol in inner or any(self._uses(r, symbol) for r in inner if r in self.reductions)
+
+    def evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray,
+        differentiate: frozenset[str],
+    ) -> Expected:
+        """Output value and the vector-Jacobian product ``sum_i w_i d out_i / d x`` per variable."""
+        env: dict[sp.Symbol, np.ndarray] = {self.symbols[n]: v for n, v in values.items()}
+        with np.errstate(all="ignore"):
+            self._reduce_all(self.output.expr, env)
+            output = np.broadcast_to(evaluate_numeric(self.output.expr, env), self.output.shape)
+            expected = Expected(
+                output=np.array(output, dtype=np.float64),
+                grads={n: np.zeros(self.shapes[n]) for n in differentiate},
+                kinks={n: np.zeros(self.shapes[n], dtype=bool) for n in differentiate},
+                kink_notes={n: set() for n in differentiate},
+            )
+            upstream = np.broadcast_to(np.asarray(weights, dtype=np.float64), self.output.shape)
+            self._vjp(self.output, upstream, env, expected, differentiate, tainted=set())
+        return expected
+
+    def _reduce_all(self, expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> None:
+        """Evaluate every reduction under ``expr``, innermost first, into ``env``."""
+        for symbol in expr.free_symbols:
+            if symbol in self.reductions and symbol not in env:
+                block = self.reductions[symbol]
+                self._reduce_all(block.expr, env)
+                inner = np.broadcast_to(evaluate_numeric(block.expr, env), block.shape)
+                total = np.sum(inner, dtype=np.float64)
+                if block.kind == "mean":
+                    total = total / math.prod(block.shape) if block.shape else total
+                env[symbol] = np.asarray(total)
+
+    def _vjp(
+        self,
+        block: Block,
+        upstream: np.ndarray,
+        env: dict[sp.Symbol, np.ndarray],
+        expected: Expected,
+        differentiate: frozenset[str],
+        tainted: set[str],
+    ) -> None:
+        names = {s: n for n, s in self.symbols.items() if n in differentiate}
+        for symbol in block.expr.free_symbols:
+            if symbol not in names and symbol not in self.reductions:
+                continue
+            derivative = self.derivative(block, symbol)
+            local = np.broadcast_to(evaluate_numeric(derivative, env), block.shape)
+            contribution = upstream * local
+            kink_mask, notes = _kinks(derivative, env, block.shape)
+            if symbol in names:
+                name = names[symbol]
+                shape = self.shapes[name]
+                expected.grads[name] = expected.grads[name] + reduce_to_shape(contribution, shape)
+                mask = reduce_to_shape(kink_mask, shape, np.logical_or)
+                if name in tainted:
+                    mask = np.ones(shape, dtype=bool)
+                expected.kinks[name] |= mask
+                if mask.any():
+                    expected.kink_notes[name] |= notes
+                continue
+            inner = self.reductions[symbol]
+            scale = np.sum(contribution, dtype=np.float64)
+            if inner.kind == "mean" and inner.shape:
+                scale = scale / math.prod(inner.shape)
+            inner_tainted = set(tainted)
+            if kink_mask.any():
+                inner_tainted |= set(names.values())
+                for name in names.values():
+                    expected.kink_notes[name] |= notes
+            self._vjp(
+                inner, np.full(inner.shape, scale), env, expected, differentiate, inner_tainted
+            )
+
+
+def reduce_to_shape(array: np.ndarray, shape: Shape, ufunc: np.ufunc = np.add) -> np.ndarray:
+    """Sum (or OR) a broadcast result back to the shape of the input it came from."""
+    extra = array.ndim - len(shape)
+    out = ufunc.reduce(array, axis=tuple(range(extra))) if extra > 0 else array
+    axes = tuple(i for i, size in enumerate(shape) if size == 1 and out.shape[i] != 1)
+    if axes:
+        out = ufunc.reduce(out, axis=axes, keepdims=True)
+    return np.array(np.broadcast_to(out, shape))
+
+
+def _kinks(
+    derivative: sp.Expr, env: dict[sp.Symbol, np.ndarray], shape: Shape
+) -> tuple[np.ndarray, set[str]]:
+    """Where a jump function in ``derivative`` sits exactly at its jump, and which note applies."""
+    mask = np.zeros(shape, dtype=bool)
+    notes: set[str] = set()
+    for atom in derivative.atoms(sp.Heaviside, sp.sign):
+        at_jump = np.broadcast_to(evaluate_numeric(atom.args[0], env) == 0, shape)
+        if at_jump.any():
+            mask |= at_jump
+            notes.add(KINKS[type(atom).__name__])
+    return mask, notes
+
+
+_UNARY_NUMPY = {
+    sp.sin: np.sin,
+    sp.cos: np.cos,
+    sp.tan: np.tan,
+    sp.asin: np.arcsin,
+    sp.acos: np.arccos,
+    sp.atan: np.arctan,
+    sp.sinh: np.sinh,
+    sp.cosh: np.cosh,
+    sp.tanh: np.tanh,
+    sp.asinh: np.arcsinh,
+    sp.acosh: np.arccosh,
+    sp.atanh: np.arctanh,
+    sp.exp: np.exp,
+    sp.log: np.log,
+    sp.Abs: np.abs,
+    sp.sign: np.sign,
+}
+
+
+def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndarray:
+    """Evaluate a SymPy expression with NumPy in float64, walking its tree (no code generation)."""
+    cache: dict[sp.Expr, np.ndarray] = {}
+
+    def value(node: sp.Expr) -> np.ndarray:
+        if node in env:
+            return env[node]
+        if node in cache:
+            return cache[node]
+        result = _value(node)
+        cache[node] = result
+        return result
+
+    def _value(node: sp.Expr) -> np.ndarray:
+        if node.is_Number or isinstance(node, sp.NumberSymbol):
+            return np.asarray(_to_float(node))
+        if node.is_Add:
+            return reduce(np.add, (value(a) for a in node.args))
+        if node.is_Mul:
+            return reduce(np.multiply, (value(a) for a in node.args))
+        if node.is_Pow:
+            return np.power(value(node.base), value(node.exp))
+        if node.func in _UNARY_NUMPY and len(node.args) == 1:
+            return _UNARY_NUMPY[node.func](value(node.args[0]))
+        if isinstance(node, sp.log):  # log(x, base) stays log(x)/log(base) in SymPy
+            return np.log(value(node.args[0]))
+        if isinstance(node, sp.Heaviside):
+            at_zero = _to_float(node.args[1]) if len(node.args) > 1 else 0.5
+            return np.heaviside(value(node.args[0]), at_zero)
+        if isinstance(node, (sp.Max, sp.Min)):
+            pick = np.maximum if isinstance(node, sp.Max) else np.minimum
+            return reduce(pick, (value(a) for a in node.args))
+        raise TypeError(f"no numeric rule for {type(node).__name__} in {node}")
+
+    return np.asarray(value(expr), dtype=np.float64)
+
+
+def _to_float(number: sp.Expr) -> float:
+    if number is sp.zoo or number is sp.nan:
+        return math.nan if number is sp.nan else math.inf
+    try:
+        return float(number)
+    except (OverflowError, TypeError):
+        return math.copysign(math.inf, 1 if number.is_positive else -1)
