@@ -77,8 +77,8 @@ def render(result: GradResult) -> Group:
 
 def _gradient_table(result: GradResult) -> Table:
     table = Table(title="gradients", title_justify="left", show_lines=True)
-    for column in ("variable", "value", ".grad (autograd)", "expected (SymPy)",
-                   "derivative (SymPy)", "max abs error", "check"):
+    for column in ("variable", "value", ".grad\n(autograd)", "expected\n(SymPy)",
+                   "derivative\n(SymPy)", "max abs\nerror", "check"):
         table.add_column(column, overflow="fold")
     for v in result.variables.values():
         if v.requires_grad:
@@ -98,7 +98,7 @@ def _passes_table(result: GradResult) -> Table:
     names = list(result.passes[0].grads)
     for name in names:
         table.add_column(f"{name}.grad", overflow="fold")
-        table.add_column(f"expected (pass × single)", overflow="fold")
+        table.add_column(f"expected\n(pass × single)", overflow="fold")
     table.add_column("check")
     for p in result.passes:
         cells = [str(p.index)]

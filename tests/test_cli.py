@@ -1,0 +1,216 @@
+"""The command line: argument forms, exact error lines and exit codes, help and version."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import cli, grad_json
+
+
+@pytest.mark.parametrize(
+    ("args", "value"),
+    [
+        (["x**2", "--x", "2"], 2.0),
+        (["x**2", "--x=2"], 2.0),
+        (["x**2", "--x", "-2"], -2.0),
+        (["x**2", "--x=-1.5e-3"], -1.5e-3),
+        (["x**2", "--var", "x=2"], 2.0),
+        (["--x", "2", "x**2"], 2.0),
+        (["--json", "--x", "3", "x**2"], 3.0),
+    ],
+)
+def test_variable_value_forms_and_option_order(args, value):
+    doc = grad_json(*args)
+    assert doc["variables"]["x"]["value"] == pytest.approx(value, rel=1e-7)
+    assert doc["variables"]["x"]["grad"] == pytest.approx(2 * value, rel=1e-6)
+
+
+def test_expression_starting_with_minus():
+    doc = grad_json("-x**2", "--x", "3")
+    assert doc["output"]["value"] == -9.0
+    assert doc["variables"]["x"]["grad"] == -6.0
+
+
+def test_var_for_a_name_that_clashes_with_an_option():
+    doc = grad_json("json*2 + weights", "--var", "json=3", "--var", "weights=1")
+    assert doc["variables"]["json"]["grad"] == 2.0
+    assert doc["variables"]["weights"]["grad"] == 1.0
+
+
+def test_after_double_dash_everything_is_the_expression():
+    run = cli("grad", "--json", "--x", "2", "--", "-x")
+    assert run.exit_code == 0
+    assert run.json()["variables"]["x"]["grad"] == -1.0
+
+
+ERRORS = [
+    (["x**2"], "Error: variable 'x' needs a value, e.g. --x 2 (or --var x=2)"),
+    (["x**2", "--x"], "Error: variable 'x' needs a value, e.g. --x 2 (or --var x=2)"),
+    (["x**2", "--x", "2", "--x", "3"],
+     "Error: variable 'x' is given twice (2 and 3); give each variable one value"),
+    (["x**2", "--x", "2", "--y", "3"],
+     "Error: no variable 'y' in the expression (its variables: x)"),
+    (["x**2", "--x", "2", "--jsn"],
+     "Error: no variable 'jsn' in the expression (its variables: x); did you mean --json?"),
+    (["x**2", "--x", "2", "--weigths", "ones"],
+     "Error: no variable 'weigths' in the expression (its variables: x); did you mean --weights?"),
+    (["x**2", "--x", "2", "--const", "z"],
+     "Error: no variable 'z' in the expression (its variables: x)"),
+    (["x", "--x", "2", "--const", "x"],
+     "Error: nothing to differentiate: the expression has no variable that requires grad "
+     "(all are --const)"),
+    (["2*3"], "Error: nothing to differentiate: the expression has no variable that requires "
+     "grad; add one, e.g. 2*x with --x 3"),
+    (["x**2", "--x", "ones(2,2)"],
+     "Error: the output has shape [2, 2], and PyTorch's backward() needs an external gradient "
+     "for it (grad can be implicitly created only for scalar outputs); pass --weights ones (or "
+     "weights of that shape), or wrap the expression in sum(...) or mean(...)"),
+    (["x**2", "--x", "ones(2,2)", "--weights", "[1,2]"],
+     "Error: --weights has shape [2] but the output has shape [2, 2]; they must be the same "
+     "(or use --weights ones)"),
+    (["x+y", "--x", "[1,2]", "--y", "[1,2,3]"],
+     "Error: shapes [2] and [3] do not broadcast in 'x + y'; give the variables matching shapes"),
+    (["x**2", "--x", "2", "--device", "tpu"],
+     "Error: unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"),
+    (["x**2", "--x", "[[1,2],[3]]"],
+     "Error: ragged or non-numeric list: every row must have the same length and hold numbers"),
+    (["x**2", "--x", "ones(100000,100000)"],
+     "Error: a value of shape [100000, 100000] has 10000000000 elements; the limit is 20000000 "
+     "(raise it with --max-elements)"),
+    (["x**2", "--x", "ones(3)", "--max-elements", "2"],
+     "Error: a value of shape [3] has 3 elements; the limit is 2 (raise it with --max-elements)"),
+    (["x*y", "--x", "ones(3,1)", "--y", "ones(1,3)", "--max-elements", "4"],
+     "Error: 'x*y' would have 9 elements (shape [3, 3]); the limit is 4 (raise it with "
+     "--max-elements)"),
+    (["9**9**9*x", "--x", "2"],
+     "Error: integer constant 9**387420489 is too large (about 2**1162261467); the limit is "
+     "about 1e308"),
+    (["x**2", "--x", "@missing.npy"], "Error: cannot read '@missing.npy': No such file or directory"),
+    (["x**2", "--x", "open(1)"],
+     "Error: unknown constructor 'open'; give a number (2, -1.5e-3), a nested list ([[1,2],[3,4]]), "
+     "a constructor (ones(2,2), zeros(3), full(2,3,0.5), arange(1,16), linspace(0,1,5), "
+     "reshape(arange(1,16),5,3), rand(2,3), randn(2,3)) or a file (@data.npy, .pt, .csv, .json)"),
+    (["x**2 3", "--x", "2"],
+     "Error: cannot parse the expression at column 6: invalid syntax; "
+     "write it in Python syntax, e.g. \"2*x**4 + 3*x + 1\""),
+    (["x**2", "3", "--x", "2"],
+     "Error: got more than one expression ('x**2', '3'); quote the expression and give values as "
+     "--NAME VALUE. See 'root grad --help'."),
+    (["x**2", "--x", "2", "--repeat", "abc"],
+     "Error: Invalid value for '--repeat': Input should be a valid integer, unable to parse string "
+     "as an integer. See 'root grad --help'."),
+    (["x**2", "--x", "2", "--repeat", "0"],
+     "Error: Invalid value for '--repeat': Input should be greater than or equal to 1. See "
+     "'root grad --help'."),
+    (["--x", "2"], "Error: Missing argument 'expression'. See 'root grad --help'."),
+]
+
+
+@pytest.mark.parametrize(("args", "line"), ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
+def test_bad_input_is_one_error_line_and_exit_2(args, line):
+    run = cli("grad", *args)
+    assert run.exit_code == 2
+    assert run.stderr == line + "\n"
+    assert run.stdout == ""
+
+
+def test_json_errors_also_go_to_stdout_as_an_object():
+    run = cli("grad", "x**2", "--x", "2", "--device", "tpu", "--json")
+    assert run.exit_code == 2
+    assert json.loads(run.stdout) == {
+        "error": {"type": "device", "message": "unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"}
+    }
+    assert run.stderr.startswith("Error: unknown device")
+
+
+def test_json_usage_errors_are_objects_too():
+    run = cli("grad", "x**2", "--x", "2", "--repeat", "abc", "--json")
+    assert run.exit_code == 2
+    assert json.loads(run.stdout)["error"]["type"] == "usage"
+
+
+def test_cuda_unavailable_names_the_devices_that_are(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    run = cli("grad", "x**2", "--x", "2", "--device", "cuda")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: device 'cuda' is not available here; available devices: cpu (or use --device auto)\n"
+    )
+
+
+def test_disagreement_exits_1_and_says_so():
+    # A zero tolerance demands float32 equal the exact value, which rounding prevents.
+    run = cli("grad", "sin(x)", "--x", "1", "--rtol", "0", "--atol", "0")
+    assert run.exit_code == 1
+    assert "✗ autograd and SymPy disagree: output, x" in run.stdout
+
+
+def test_disagreement_in_json():
+    run = cli("grad", "sin(x)", "--x", "1", "--rtol", "0", "--atol", "0", "--json")
+    assert run.exit_code == 1
+    doc = run.json()
+    assert doc["agree"] is False
+    assert doc["variables"]["x"]["agree"] is False
+    assert 0 < doc["variables"]["x"]["max_abs_error"] < 1e-6
+
+
+def test_version():
+    from autogradcli import __version__
+
+    run = cli("--version")
+    assert run.exit_code == 0
+    assert run.stdout == f"autograd-cli {__version__}\n"
+
+
+def test_help_lists_grad():
+    run = cli("--help")
+    assert run.exit_code == 0
+    assert "grad" in run.stdout
+
+
+def test_grad_help_explains_name_value_with_an_example():
+    run = cli("grad", "--help")
+    assert run.exit_code == 0
+    assert "--NAME VALUE" in run.stdout
+    assert '--x 2' in run.stdout
+    for option in ("--weights", "--repeat", "--const", "--device", "--dtype", "--rtol",
+                   "--atol", "--json", "--var", "--seed", "--max-elements"):
+        assert option in run.stdout
+
+
+def test_rich_report_has_header_table_passes_and_verdict():
+    run = cli("grad", "mean((x+2)*(x+2)*3)", "--x", "ones(2,2)", "--repeat", "2")
+    assert run.exit_code == 0
+    out = run.stdout
+    assert out.startswith("grad mean((x+2)*(x+2)*3)   device cpu · dtype float32 · rtol 1.3e-06, atol 1e-05")
+    assert "output 27   (SymPy: 27, max abs error 0) ✓" in out
+    assert "3*x/2 + 3" in out
+    assert ".grad accumulates over passes (no zero_grad)" in out
+    assert "[[4.5, 4.5]," in out and "[[9, 9]," in out
+    assert out.rstrip().endswith("✓ autograd and SymPy agree")
+
+
+def test_rich_report_shows_const_variables_without_grad():
+    run = cli("grad", "x*y", "--x", "1.0", "--y", "2.0", "--const", "y")
+    assert "— (requires_grad=False)" in run.stdout
+
+
+def test_rich_report_shows_weights_and_notes():
+    run = cli("grad", "relu(x)", "--x", "[-1,0,2]", "--weights", "ones")
+    assert run.exit_code == 0
+    assert "external gradient (--weights): [1, 1, 1]" in run.stdout
+    assert "relu'(0) is undefined; PyTorch uses 0, SymPy's Heaviside(0) is 1/2" in run.stdout
+
+
+def test_random_values_report_their_seed():
+    doc = grad_json("sum(x)", "--x", "rand(3)", "--seed", "7")
+    assert doc["seed"] == 7
+    again = grad_json("sum(x)", "--x", "rand(3)", "--seed", "7")
+    assert again["variables"]["x"]["value"] == doc["variables"]["x"]["value"]
+    unseeded = grad_json("sum(x)", "--x", "rand(3)")
+    assert isinstance(unseeded["seed"], int)
+    assert grad_json("sum(x)", "--x", "ones(3)")["seed"] is None
