@@ -1,0 +1,194 @@
+"""The torch side computes what the same line typed as Python computes, bit for bit;
+the SymPy side gets the vector-Jacobian product right, reductions and edge points included."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from autogradcli.gradient import compute_gradient
+from tests.conftest import cli, grad_json
+
+X = [0.3, 1.7, 2.9]
+Y = [1.1, -0.4, 0.25]
+
+LINES = [
+    ("x*x*3 + y", lambda x, y: x * x * 3 + y),
+    ("(x + y) - y", lambda x, y: (x + y) - y),
+    ("x / y - x**3", lambda x, y: x / y - x**3),
+    ("0.1*3*x + 2**3*y", lambda x, y: 0.1 * 3 * x + 2**3 * y),
+    ("sin(x)*exp(-y) + tanh(x*y)", lambda x, y: torch.sin(x) * torch.exp(-y) + torch.tanh(x * y)),
+    ("log(x) + log2(x) + log10(x) + sqrt(x) + y",
+     lambda x, y: torch.log(x) + torch.log2(x) + torch.log10(x) + torch.sqrt(x) + y),
+    ("sigmoid(y) * relu(y) + abs(y) - x",
+     lambda x, y: torch.sigmoid(y) * torch.relu(y) + torch.abs(y) - x),
+    ("x / sum(x) + y", lambda x, y: x / torch.sum(x) + y),
+    ("(x - mean(x))**2 * y", lambda x, y: (x - torch.mean(x)) ** 2 * y),
+    ("2**x + pi*y + e", lambda x, y: 2**x + math.pi * y + math.e),
+    ("x^2 + y^3", lambda x, y: x**2 + y**3),
+]
+
+
+@pytest.mark.parametrize(("text", "line"), LINES, ids=[t for t, _ in LINES])
+def test_same_numbers_as_the_python_line(text, line):
+    x = torch.tensor(X, requires_grad=True)
+    y = torch.tensor(Y, requires_grad=True)
+    out = line(x, y)
+    out.backward(torch.ones_like(out))
+    result = compute_gradient(text, {"x": X, "y": Y}, weights="ones", device="cpu")
+    np.testing.assert_array_equal(result.output, out.detach().double().numpy())
+    for name, leaf in (("x", x), ("y", y)):
+        np.testing.assert_array_equal(result.variables[name].grad, leaf.grad.double().numpy())
+    assert result.agree, {n: v.max_abs_error for n, v in result.variables.items()}
+
+
+def test_cancelled_variable_keeps_a_zero_gradient_not_none():
+    doc = grad_json("(x + y) - y", "--x", "[1, 2]", "--y", "3", "--weights", "ones")
+    assert doc["variables"]["y"]["grad"] == -0.0 or doc["variables"]["y"]["grad"] == 0.0
+    assert doc["variables"]["y"]["expected"] == 0.0
+    assert doc["variables"]["y"]["agree"] is True
+
+
+def test_broadcast_gradient_is_summed_over_the_broadcast_dimensions():
+    doc = grad_json("x*y", "--x", "[[1,2,3],[4,5,6]]", "--y", "[10, 20, 30]", "--weights", "ones")
+    assert doc["variables"]["y"]["grad"] == [5.0, 7.0, 9.0]
+    assert doc["variables"]["y"]["expected"] == [5.0, 7.0, 9.0]
+    assert doc["variables"]["x"]["grad"] == [[10, 20, 30], [10, 20, 30]]
+
+
+def test_scalar_broadcast_against_a_column():
+    doc = grad_json("sum(x*y)", "--x", "ones(3,1)", "--y", "[[1, 2]]")
+    assert doc["variables"]["x"]["grad"] == [[3.0], [3.0], [3.0]]
+    assert doc["variables"]["y"]["grad"] == [[3.0, 3.0]]
+    assert doc["agree"] is True
+
+
+def test_reduction_inside_the_expression_matches_a_hand_derivation():
+    # d/dx_j sum_i w_i x_i / S = w_j / S - sum_i w_i x_i / S**2, S = sum(x)
+    x, w = np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0])
+    s = x.sum()
+    expected = w / s - (w * x).sum() / s**2
+    result = compute_gradient("x/sum(x)", {"x": "[1,2,3]"}, weights="[1,2,3]", dtype="float64")
+    np.testing.assert_allclose(result.variables["x"].expected, expected, rtol=1e-15)
+    assert result.agree
+
+
+def test_variance_like_expression():
+    x = np.array([1.0, 2.0, 4.0])
+    expected = 2 * (x - x.mean())  # d/dx sum((x-mean(x))**2); the mean's own term sums to 0
+    result = compute_gradient("sum((x-mean(x))**2)", {"x": x}, dtype="float64")
+    np.testing.assert_allclose(result.variables["x"].expected, expected, atol=1e-15)
+    assert result.agree
+
+
+def test_nested_reductions():
+    result = compute_gradient("mean(x*sum(x**2))", {"x": "[1,2,3]"}, dtype="float64")
+    x = np.array([1.0, 2.0, 3.0])
+    # f = mean(x) * sum(x^2): df/dx = sum(x^2)/n + mean(x) * 2x
+    np.testing.assert_allclose(
+        result.variables["x"].expected, (x**2).sum() / 3 + x.mean() * 2 * x, rtol=1e-15
+    )
+    assert result.agree
+
+
+def test_relu_at_zero_is_explained_not_a_disagreement():
+    doc = grad_json("relu(x)", "--x", "[-1, 0, 2]", "--weights", "ones")
+    x = doc["variables"]["x"]
+    assert x["grad"] == [0.0, 0.0, 1.0]
+    assert x["expected"] == [0.0, 0.5, 1.0]
+    assert x["agree"] is True
+    assert x["notes"] == [
+        "relu'(0) is undefined; PyTorch uses 0, SymPy's Heaviside(0) is 1/2; "
+        "1 element(s) at that point are left out of the check"
+    ]
+
+
+def test_abs_at_zero_agrees_and_is_noted():
+    x = grad_json("abs(x)", "--x", "[0.0, -2]", "--weights", "ones")["variables"]["x"]
+    assert x["grad"] == [0.0, -1.0] and x["expected"] == [0.0, -1.0]
+    assert x["notes"][0].startswith("abs'(0) is undefined; PyTorch uses 0")
+
+
+def test_relu_kink_through_a_reduction_is_noted():
+    x = grad_json("relu(sum(x))", "--x", "[1, -1]")["variables"]["x"]
+    assert x["agree"] is True
+    assert x["notes"][0].startswith("relu'(0) is undefined")
+
+
+def test_sqrt_at_zero_is_infinite_on_both_sides():
+    x = grad_json("sqrt(x)", "--x", "[0.0, 4.0]", "--weights", "ones")["variables"]["x"]
+    assert x["grad"] == ["Infinity", 0.25]
+    assert x["expected"] == ["Infinity", 0.25]
+    assert x["agree"] is True
+    assert "the derivative is infinite at 1 element(s)" in x["notes"]
+
+
+def test_log_of_a_negative_is_nan_on_both_sides():
+    doc = grad_json("log(x)", "--x", "[-1.0, 1.0]", "--weights", "ones")
+    assert doc["output"]["value"] == ["NaN", 0.0]
+    assert doc["variables"]["x"]["grad"] == [-1.0, 1.0]  # PyTorch's 1/x ignores the domain
+    assert doc["agree"] is True
+
+
+def test_repeat_compares_each_pass_with_k_times_the_single_gradient():
+    doc = grad_json("x**3", "--x", "2", "--repeat", "3")
+    assert [p["grads"]["x"] for p in doc["passes"]] == [12.0, 24.0, 36.0]
+    assert [p["expected"]["x"] for p in doc["passes"]] == [12.0, 24.0, 36.0]
+    assert all(p["agree"] for p in doc["passes"])
+
+
+@pytest.mark.parametrize(
+    ("dtype", "rtol", "atol"),
+    [("float32", 1.3e-6, 1e-5), ("float64", 1e-7, 1e-7), ("float16", 1e-3, 1e-5),
+     ("bfloat16", 1.6e-2, 1e-5)],
+)
+def test_dtype_defaults_to_torch_testing_tolerances(dtype, rtol, atol):
+    doc = grad_json("x**2", "--x", "1.5", "--dtype", dtype)
+    assert doc["dtype"] == dtype
+    assert doc["tolerance"] == {"rtol": rtol, "atol": atol}
+    assert doc["variables"]["x"]["grad"] == 3.0
+
+
+def test_tolerance_override():
+    doc = grad_json("x**2", "--x", "1.5", "--rtol", "0.5", "--atol", "0")
+    assert doc["tolerance"] == {"rtol": 0.5, "atol": 0.0}
+
+
+def test_inputs_are_seen_by_sympy_as_rounded_to_the_dtype():
+    # 0.1 is not a float32; SymPy must use float32(0.1), so the check measures autograd only.
+    # (The output x**2 itself is rounded to float32, so with zero tolerance it disagrees.)
+    run = cli("grad", "x**2", "--x", "0.1", "--rtol", "0", "--atol", "0", "--json")
+    x = run.json()["variables"]["x"]
+    assert x["value"] == float(np.float32(0.1))
+    assert x["grad"] == x["expected"] == 2 * float(np.float32(0.1))
+    assert x["agree"] is True
+
+
+def test_pi_and_e_become_variables_when_given_a_value():
+    doc = grad_json("pi*x + e", "--x", "1", "--pi", "3", "--e", "2")
+    assert doc["output"]["value"] == 5.0
+    assert doc["variables"]["pi"]["grad"] == 1.0
+
+
+@pytest.mark.parametrize("name", ["beta", "gamma", "E", "I", "S", "N", "O", "Q", "lam"])
+def test_names_special_to_sympy_are_plain_variables(name):
+    doc = grad_json(f"{name}**2", f"--{name}", "3")
+    assert doc["variables"][name]["grad"] == 6.0
+    assert doc["variables"][name]["derivative"] == f"2*{name}"
+
+
+def test_leaves_are_created_on_the_device_as_leaves():
+    import autogradcli.computation as computation
+
+    leaf = computation.make_leaf(np.ones(2), torch.float32, torch.device("cpu"), True)
+    assert leaf.is_leaf and leaf.requires_grad and leaf.grad_fn is None
+
+
+def test_ten_million_elements_are_vectorised():
+    result = compute_gradient("sum(2*x**4 + x**3 + 3*x**2 + 5*x + 1)", {"x": "linspace(-1,1,10000000)"},
+                              dtype="float64")
+    assert result.agree
+    assert result.variables["x"].expected.shape == (10_000_000,)
