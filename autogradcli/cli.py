@@ -148,9 +148,9 @@ class Dtype(str, Enum):
 
 GRAD_EPILOG = (
     "Give each variable a value with --NAME VALUE, e.g. "
-    "autograd-cli grad \"2*x**4+x**3+3*x**2+5*x+1\" --x 2, or "
-    "autograd-cli grad \"mean((x+2)*(x+2)*3)\" --x \"ones(2,2)\" --repeat 2. "
-    "Values: numbers, nested lists \"[[1,2],[3,4]]\", ones(2,2), zeros(3), full(2,3,0.5), "
+    'autograd-cli grad "2*x**4+x**3+3*x**2+5*x+1" --x 2, or '
+    'autograd-cli grad "mean((x+2)*(x+2)*3)" --x "ones(2,2)" --repeat 2. '
+    'Values: numbers, nested lists "[[1,2],[3,4]]", ones(2,2), zeros(3), full(2,3,0.5), '
     "arange(1,16), linspace(0,1,5), reshape(arange(1,16),5,3), rand(2,3), randn(2,3), "
     "or files @x.npy @x.pt @x.csv @x.json. "
     "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."

@@ -131,7 +131,7 @@ def parse_expression(
             f"expression is {len(text)} characters long; the limit is {limits.max_length}"
         )
     if not text.strip():
-        raise ExpressionError("the expression is empty; give one such as \"2*x**2 + 1\"")
+        raise ExpressionError('the expression is empty; give one such as "2*x**2 + 1"')
     source = text.replace("^", "**")
     try:
         tree = ast.parse(source.strip(), mode="eval")
@@ -172,24 +172,23 @@ def _convert(node: ast.AST, depth: int, limits: Limits) -> Node:
         return _call(node, depth, limits)
     if isinstance(node, (ast.BinOp, ast.UnaryOp)):
         symbol = ast.unparse(node).strip()
-        raise ExpressionError(
-            f"operator in '{symbol}' is not allowed; allowed are {_allowed()}"
-        )
+        raise ExpressionError(f"operator in '{symbol}' is not allowed; allowed are {_allowed()}")
     what = _REFUSED.get(type(node), type(node).__name__)
     raise ExpressionError(f"{what} cannot be used in an expression; allowed are {_allowed()}")
 
 
 def _constant(value: object) -> Num:
     if isinstance(value, bool) or value is None or value is Ellipsis:
-        raise ExpressionError(f"'{value}' is not allowed in an expression; allowed are {_allowed()}")
+        raise ExpressionError(
+            f"'{value}' is not allowed in an expression; allowed are {_allowed()}"
+        )
     if isinstance(value, complex):
         raise ExpressionError("complex numbers are not supported; use real numbers")
     if isinstance(value, (str, bytes)):
         raise ExpressionError(f"strings are not allowed in an expression; allowed are {_allowed()}")
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
         raise LimitError(
-            f"integer constant with {len(str(value))} digits is too large; "
-            "the limit is about 1e308"
+            f"integer constant with {len(str(value))} digits is too large; the limit is about 1e308"
         )
     if not isinstance(value, (int, float)):
         raise ExpressionError(f"constant {value!r} is not allowed in an expression")
@@ -204,9 +203,7 @@ def _call(node: ast.Call, depth: int, limits: Limits) -> Call:
         )
     name = node.func.id
     if name not in FUNCTIONS and name not in REDUCTIONS:
-        raise ExpressionError(
-            f"unknown function '{name}'; functions: {' '.join(function_names())}"
-        )
+        raise ExpressionError(f"unknown function '{name}'; functions: {' '.join(function_names())}")
     if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
         raise ExpressionError(f"{name}() takes exactly one argument, e.g. {name}(x)")
     return Call(name, _convert(node.args[0], depth + 1, limits))
@@ -243,9 +240,7 @@ def constant_binary(op: str, left: NumberValue, right: NumberValue, limits: Limi
     try:
         result = PY_BINARY[op](left, right)
     except ZeroDivisionError:
-        raise ExpressionError(
-            f"division by zero in the constant {left}{op}{right}"
-        ) from None
+        raise ExpressionError(f"division by zero in the constant {left}{op}{right}") from None
     except OverflowError:
         raise LimitError(f"the constant {left}{op}{right} overflows a float") from None
     if isinstance(result, complex):
@@ -253,7 +248,9 @@ def constant_binary(op: str, left: NumberValue, right: NumberValue, limits: Limi
             f"the constant {left}{op}{right} is a complex number; only real numbers are supported"
         )
     if isinstance(result, int) and result.bit_length() > MAX_INT_BITS:
-        raise LimitError(f"integer constant {left}{op}{right} is too large; the limit is about 1e308")
+        raise LimitError(
+            f"integer constant {left}{op}{right} is too large; the limit is about 1e308"
+        )
     return result  # type: ignore[return-value]
 
 
@@ -329,8 +326,11 @@ Shape = tuple[int, ...]
 def broadcast(left: Shape, right: Shape, where: str) -> Shape:
     """PyTorch's (and NumPy's) broadcasting rule, with an error that shows both shapes."""
     result = []
-    for a, b in zip(reversed((1,) * (len(right) - len(left)) + left),
-                    reversed((1,) * (len(left) - len(right)) + right)):
+    for a, b in zip(
+        reversed((1,) * (len(right) - len(left)) + left),
+        reversed((1,) * (len(left) - len(right)) + right),
+        strict=True,
+    ):
         if a != b and a != 1 and b != 1:
             raise ShapeError(
                 f"shapes {list(left)} and {list(right)} do not broadcast in '{where}'; "

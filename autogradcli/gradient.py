@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from autogradcli.compare import TOLERANCES, compare
-from autogradcli.errors import ShapeError, UnknownVariableError, VariableError
+from autogradcli.errors import DeviceError, ShapeError, UnknownVariableError, VariableError
 from autogradcli.expression import Expression, Limits, infer_shape, parse_expression
 from autogradcli.result import GradResult, PassResult, VariableResult
 from autogradcli.values import RandomSource, read_value
@@ -62,18 +62,14 @@ def compute_gradient(
     list or an array); a ``None`` value counts as missing. ``weights`` is the external
     gradient for a non-scalar output: a value, ``"ones"``, or a variable's name.
     """
-    from autogradcli import computation
-    from autogradcli.devices import resolve_device, resolve_dtype
-    from autogradcli.symbolic import SymbolicModel
-
     limits = limits or Limits()
     const = list(dict.fromkeys(const))
     parsed = parse_expression(expression, limits, given=frozenset(values))
     check_names(parsed, values, const)
     if repeat < 1:
         raise VariableError(f"--repeat must be at least 1, not {repeat}")
-    torch_dtype = resolve_dtype(dtype)
-    torch_device = resolve_device(device)
+    if dtype not in TOLERANCES:
+        raise DeviceError(f"unknown dtype '{dtype}'; use one of {', '.join(TOLERANCES)}")
     default_rtol, default_atol = TOLERANCES[dtype]
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
@@ -91,6 +87,13 @@ def compute_gradient(
             + (" (all are --const)" if parsed.variables else "; add one, e.g. 2*x with --x 3")
         )
 
+    # Everything above is cheap validation; torch and sympy load only from here on.
+    from autogradcli import computation
+    from autogradcli.devices import resolve_device, resolve_dtype
+    from autogradcli.symbolic import SymbolicModel
+
+    torch_dtype = resolve_dtype(dtype)
+    torch_device = resolve_device(device)
     leaves = {
         name: computation.make_leaf(arrays[name], torch_dtype, torch_device, name in differentiate)
         for name in parsed.variables
@@ -185,9 +188,7 @@ def _notes(kink_notes: set[str], excluded: int, expected: np.ndarray) -> list[st
     notes = []
     if excluded:
         for note in sorted(kink_notes):
-            notes.append(
-                f"{note}; {excluded} element(s) at that point are left out of the check"
-            )
+            notes.append(f"{note}; {excluded} element(s) at that point are left out of the check")
     with np.errstate(all="ignore"):
         infinite, undefined = int(np.isinf(expected).sum()), int(np.isnan(expected).sum())
     if infinite:

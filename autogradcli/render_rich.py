@@ -77,28 +77,49 @@ def render(result: GradResult) -> Group:
 
 def _gradient_table(result: GradResult) -> Table:
     table = Table(title="gradients", title_justify="left", show_lines=True)
-    for column in ("variable", "value", ".grad\n(autograd)", "expected\n(SymPy)",
-                   "derivative\n(SymPy)", "max abs\nerror", "check"):
+    for column in (
+        "variable",
+        "value",
+        ".grad\n(autograd)",
+        "expected\n(SymPy)",
+        "derivative\n(SymPy)",
+        "max abs\nerror",
+        "check",
+    ):
         table.add_column(column, overflow="fold")
     for v in result.variables.values():
         if v.requires_grad:
-            table.add_row(v.name, format_array(v.value), format_array(v.grad),
-                          format_array(v.expected), v.derivative or "—",
-                          _error(v.max_abs_error), _mark(v.agree))
+            table.add_row(
+                v.name,
+                format_array(v.value),
+                format_array(v.grad),
+                format_array(v.expected),
+                v.derivative or "—",
+                _error(v.max_abs_error),
+                _mark(v.agree),
+            )
         else:
-            table.add_row(v.name, format_array(v.value), "None",
-                          "— (requires_grad=False)", "—", "—", _mark(None))
+            table.add_row(
+                v.name,
+                format_array(v.value),
+                "None",
+                "— (requires_grad=False)",
+                "—",
+                "—",
+                _mark(None),
+            )
     return table
 
 
 def _passes_table(result: GradResult) -> Table:
-    table = Table(title=".grad accumulates over passes (no zero_grad)", title_justify="left",
-                  show_lines=True)
+    table = Table(
+        title=".grad accumulates over passes (no zero_grad)", title_justify="left", show_lines=True
+    )
     table.add_column("pass")
     names = list(result.passes[0].grads)
     for name in names:
         table.add_column(f"{name}.grad", overflow="fold")
-        table.add_column(f"expected\n(pass × single)", overflow="fold")
+        table.add_column("expected\n(pass × single)", overflow="fold")
     table.add_column("check")
     for p in result.passes:
         cells = [str(p.index)]

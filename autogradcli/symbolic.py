@@ -63,7 +63,9 @@ class SymbolicModel:
         self.shapes = shapes
         self.symbols = {name: sp.Symbol(name, real=True) for name in expression.variables}
         self.reductions: dict[sp.Symbol, Block] = {}
-        self.output = Block(self._build(expression.root), infer_shape(expression.root, shapes, self.limits))
+        self.output = Block(
+            self._build(expression.root), infer_shape(expression.root, shapes, self.limits)
+        )
         self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
 
     def _build(self, node: Node) -> sp.Expr:
@@ -116,7 +118,9 @@ class SymbolicModel:
         symbol = self.symbols[name]
         text = str(scale * self.derivative(block, symbol))
         through = sorted(
-            str(r) for r in block.expr.free_symbols if r in self.reductions and self._uses(r, symbol)
+            str(r)
+            for r in block.expr.free_symbols
+            if r in self.reductions and self._uses(r, symbol)
         )
         if through:
             text += f"  [+ chain rule through {', '.join(through)}]"

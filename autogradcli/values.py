@@ -129,7 +129,7 @@ class _Reader:
                 raise LimitError(f"the number {node.value} is too large for a float") from None
         if isinstance(node, ast.Name) and node.id in ("inf", "nan"):
             return float(node.id)
-        raise ValueSpecError(f"'{_short(ast.unparse(node))}' is not a number; {HINT}")
+        raise ValueSpecError(f"{_short(ast.unparse(node))} is not a number; {HINT}")
 
     def nested(self, node: ast.AST, depth: int) -> Any:
         if depth > 32:

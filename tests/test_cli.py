@@ -48,62 +48,112 @@ def test_after_double_dash_everything_is_the_expression():
 ERRORS = [
     (["x**2"], "Error: variable 'x' needs a value, e.g. --x 2 (or --var x=2)"),
     (["x**2", "--x"], "Error: variable 'x' needs a value, e.g. --x 2 (or --var x=2)"),
-    (["x**2", "--x", "2", "--x", "3"],
-     "Error: variable 'x' is given twice (2 and 3); give each variable one value"),
-    (["x**2", "--x", "2", "--y", "3"],
-     "Error: no variable 'y' in the expression (its variables: x)"),
-    (["x**2", "--x", "2", "--jsn"],
-     "Error: no variable 'jsn' in the expression (its variables: x); did you mean --json?"),
-    (["x**2", "--x", "2", "--weigths", "ones"],
-     "Error: no variable 'weigths' in the expression (its variables: x); did you mean --weights?"),
-    (["x**2", "--x", "2", "--const", "z"],
-     "Error: no variable 'z' in the expression (its variables: x)"),
-    (["x", "--x", "2", "--const", "x"],
-     "Error: nothing to differentiate: the expression has no variable that requires grad "
-     "(all are --const)"),
-    (["2*3"], "Error: nothing to differentiate: the expression has no variable that requires "
-     "grad; add one, e.g. 2*x with --x 3"),
-    (["x**2", "--x", "ones(2,2)"],
-     "Error: the output has shape [2, 2], and PyTorch's backward() needs an external gradient "
-     "for it (grad can be implicitly created only for scalar outputs); pass --weights ones (or "
-     "weights of that shape), or wrap the expression in sum(...) or mean(...)"),
-    (["x**2", "--x", "ones(2,2)", "--weights", "[1,2]"],
-     "Error: --weights has shape [2] but the output has shape [2, 2]; they must be the same "
-     "(or use --weights ones)"),
-    (["x+y", "--x", "[1,2]", "--y", "[1,2,3]"],
-     "Error: shapes [2] and [3] do not broadcast in 'x + y'; give the variables matching shapes"),
-    (["x**2", "--x", "2", "--device", "tpu"],
-     "Error: unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"),
-    (["x**2", "--x", "[[1,2],[3]]"],
-     "Error: ragged or non-numeric list: every row must have the same length and hold numbers"),
-    (["x**2", "--x", "ones(100000,100000)"],
-     "Error: a value of shape [100000, 100000] has 10000000000 elements; the limit is 20000000 "
-     "(raise it with --max-elements)"),
-    (["x**2", "--x", "ones(3)", "--max-elements", "2"],
-     "Error: a value of shape [3] has 3 elements; the limit is 2 (raise it with --max-elements)"),
-    (["x*y", "--x", "ones(3,1)", "--y", "ones(1,3)", "--max-elements", "4"],
-     "Error: 'x*y' would have 9 elements (shape [3, 3]); the limit is 4 (raise it with "
-     "--max-elements)"),
-    (["9**9**9*x", "--x", "2"],
-     "Error: integer constant 9**387420489 is too large (about 2**1162261467); the limit is "
-     "about 1e308"),
-    (["x**2", "--x", "@missing.npy"], "Error: cannot read '@missing.npy': No such file or directory"),
-    (["x**2", "--x", "open(1)"],
-     "Error: unknown constructor 'open'; give a number (2, -1.5e-3), a nested list ([[1,2],[3,4]]), "
-     "a constructor (ones(2,2), zeros(3), full(2,3,0.5), arange(1,16), linspace(0,1,5), "
-     "reshape(arange(1,16),5,3), rand(2,3), randn(2,3)) or a file (@data.npy, .pt, .csv, .json)"),
-    (["x**2 3", "--x", "2"],
-     "Error: cannot parse the expression at column 6: invalid syntax; "
-     "write it in Python syntax, e.g. \"2*x**4 + 3*x + 1\""),
-    (["x**2", "3", "--x", "2"],
-     "Error: got more than one expression ('x**2', '3'); quote the expression and give values as "
-     "--NAME VALUE. See 'root grad --help'."),
-    (["x**2", "--x", "2", "--repeat", "abc"],
-     "Error: Invalid value for '--repeat': Input should be a valid integer, unable to parse string "
-     "as an integer. See 'root grad --help'."),
-    (["x**2", "--x", "2", "--repeat", "0"],
-     "Error: Invalid value for '--repeat': Input should be greater than or equal to 1. See "
-     "'root grad --help'."),
+    (
+        ["x**2", "--x", "2", "--x", "3"],
+        "Error: variable 'x' is given twice (2 and 3); give each variable one value",
+    ),
+    (
+        ["x**2", "--x", "2", "--y", "3"],
+        "Error: no variable 'y' in the expression (its variables: x)",
+    ),
+    (
+        ["x**2", "--x", "2", "--jsn"],
+        "Error: no variable 'jsn' in the expression (its variables: x); did you mean --json?",
+    ),
+    (
+        ["x**2", "--x", "2", "--weigths", "ones"],
+        "Error: no variable 'weigths' in the expression (its variables: x); "
+        "did you mean --weights?",
+    ),
+    (
+        ["x**2", "--x", "2", "--const", "z"],
+        "Error: no variable 'z' in the expression (its variables: x)",
+    ),
+    (
+        ["x", "--x", "2", "--const", "x"],
+        "Error: nothing to differentiate: the expression has no variable that requires grad "
+        "(all are --const)",
+    ),
+    (
+        ["2*3"],
+        "Error: nothing to differentiate: the expression has no variable that requires "
+        "grad; add one, e.g. 2*x with --x 3",
+    ),
+    (
+        ["x**2", "--x", "ones(2,2)"],
+        "Error: the output has shape [2, 2], and PyTorch's backward() needs an external gradient "
+        "for it (grad can be implicitly created only for scalar outputs); pass --weights ones (or "
+        "weights of that shape), or wrap the expression in sum(...) or mean(...)",
+    ),
+    (
+        ["x**2", "--x", "ones(2,2)", "--weights", "[1,2]"],
+        "Error: --weights has shape [2] but the output has shape [2, 2]; they must be the same "
+        "(or use --weights ones)",
+    ),
+    (
+        ["x+y", "--x", "[1,2]", "--y", "[1,2,3]"],
+        "Error: shapes [2] and [3] do not broadcast in 'x + y'; give the variables matching shapes",
+    ),
+    (
+        ["x**2", "--x", "2", "--device", "tpu"],
+        "Error: unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps",
+    ),
+    (
+        ["x**2", "--x", "[[1,2],[3]]"],
+        "Error: ragged or non-numeric list: every row must have the same length and hold numbers",
+    ),
+    (
+        ["x**2", "--x", "ones(100000,100000)"],
+        "Error: a value of shape [100000, 100000] has 10000000000 elements; the limit is 20000000 "
+        "(raise it with --max-elements)",
+    ),
+    (
+        ["x**2", "--x", "ones(3)", "--max-elements", "2"],
+        "Error: a value of shape [3] has 3 elements; the limit is 2 (raise it with --max-elements)",
+    ),
+    (
+        ["x*y", "--x", "ones(3,1)", "--y", "ones(1,3)", "--max-elements", "4"],
+        "Error: 'x*y' would have 9 elements (shape [3, 3]); the limit is 4 (raise it with "
+        "--max-elements)",
+    ),
+    (
+        ["9**9**9*x", "--x", "2"],
+        "Error: integer constant 9**387420489 is too large (about 2**1162261467); the limit is "
+        "about 1e308",
+    ),
+    (
+        ["x**2", "--x", "@missing.npy"],
+        "Error: cannot read '@missing.npy': No such file or directory",
+    ),
+    (
+        ["x**2", "--x", "open(1)"],
+        "Error: unknown constructor 'open'; give a number (2, -1.5e-3), "
+        "a nested list ([[1,2],[3,4]]), "
+        "a constructor (ones(2,2), zeros(3), full(2,3,0.5), arange(1,16), linspace(0,1,5), "
+        "reshape(arange(1,16),5,3), rand(2,3), randn(2,3)) or a file (@data.npy, .pt, .csv, .json)",
+    ),
+    (
+        ["x**2 3", "--x", "2"],
+        "Error: cannot parse the expression at column 6: invalid syntax; "
+        'write it in Python syntax, e.g. "2*x**4 + 3*x + 1"',
+    ),
+    (
+        ["x**2", "3", "--x", "2"],
+        "Error: got more than one expression ('x**2', '3'); quote the expression and give "
+        "values as "
+        "--NAME VALUE. See 'root grad --help'.",
+    ),
+    (
+        ["x**2", "--x", "2", "--repeat", "abc"],
+        "Error: Invalid value for '--repeat': Input should be a valid integer, "
+        "unable to parse string "
+        "as an integer. See 'root grad --help'.",
+    ),
+    (
+        ["x**2", "--x", "2", "--repeat", "0"],
+        "Error: Invalid value for '--repeat': Input should be greater than or equal to 1. See "
+        "'root grad --help'.",
+    ),
     (["--x", "2"], "Error: Missing argument 'expression'. See 'root grad --help'."),
 ]
 
@@ -120,7 +170,10 @@ def test_json_errors_also_go_to_stdout_as_an_object():
     run = cli("grad", "x**2", "--x", "2", "--device", "tpu", "--json")
     assert run.exit_code == 2
     assert json.loads(run.stdout) == {
-        "error": {"type": "device", "message": "unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"}
+        "error": {
+            "type": "device",
+            "message": "unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps",
+        }
     }
     assert run.stderr.startswith("Error: unknown device")
 
@@ -138,7 +191,8 @@ def test_cuda_unavailable_names_the_devices_that_are(monkeypatch):
     run = cli("grad", "x**2", "--x", "2", "--device", "cuda")
     assert run.exit_code == 2
     assert run.stderr == (
-        "Error: device 'cuda' is not available here; available devices: cpu (or use --device auto)\n"
+        "Error: device 'cuda' is not available here; available devices: cpu "
+        "(or use --device auto)\n"
     )
 
 
@@ -176,9 +230,20 @@ def test_grad_help_explains_name_value_with_an_example():
     run = cli("grad", "--help")
     assert run.exit_code == 0
     assert "--NAME VALUE" in run.stdout
-    assert '--x 2' in run.stdout
-    for option in ("--weights", "--repeat", "--const", "--device", "--dtype", "--rtol",
-                   "--atol", "--json", "--var", "--seed", "--max-elements"):
+    assert "--x 2" in run.stdout
+    for option in (
+        "--weights",
+        "--repeat",
+        "--const",
+        "--device",
+        "--dtype",
+        "--rtol",
+        "--atol",
+        "--json",
+        "--var",
+        "--seed",
+        "--max-elements",
+    ):
         assert option in run.stdout
 
 
@@ -186,7 +251,9 @@ def test_rich_report_has_header_table_passes_and_verdict():
     run = cli("grad", "mean((x+2)*(x+2)*3)", "--x", "ones(2,2)", "--repeat", "2")
     assert run.exit_code == 0
     out = run.stdout
-    assert out.startswith("grad mean((x+2)*(x+2)*3)   device cpu · dtype float32 · rtol 1.3e-06, atol 1e-05")
+    assert out.startswith(
+        "grad mean((x+2)*(x+2)*3)   device cpu · dtype float32 · rtol 1.3e-06, atol 1e-05"
+    )
     assert "output 27   (SymPy: 27, max abs error 0) ✓" in out
     assert "3*x/2 + 3" in out
     assert ".grad accumulates over passes (no zero_grad)" in out

@@ -18,8 +18,14 @@ def test_seed000_mean_of_products_on_ones():
 
 def test_seed000_grad_accumulates_over_two_calls():
     doc = grad_json("mean((x+2)*(x+2)*3)", "--x", "ones(2,2)", "--repeat", "2")
-    assert [p["grads"]["x"] for p in doc["passes"]] == [[[4.5, 4.5], [4.5, 4.5]], [[9.0, 9.0], [9.0, 9.0]]]
-    assert [p["expected"]["x"] for p in doc["passes"]] == [[[4.5, 4.5], [4.5, 4.5]], [[9.0, 9.0], [9.0, 9.0]]]
+    assert [p["grads"]["x"] for p in doc["passes"]] == [
+        [[4.5, 4.5], [4.5, 4.5]],
+        [[9.0, 9.0], [9.0, 9.0]],
+    ]
+    assert [p["expected"]["x"] for p in doc["passes"]] == [
+        [[4.5, 4.5], [4.5, 4.5]],
+        [[9.0, 9.0], [9.0, 9.0]],
+    ]
     assert doc["variables"]["x"]["grad"] == [[9.0, 9.0], [9.0, 9.0]]
 
 
@@ -46,15 +52,29 @@ def test_seed001_five_by_three_matrix():
     x = "[[73,67,43],[91,88,64],[87,134,58],[102,43,37],[69,96,70]]"
     doc = grad_json("x**2", "--x", x, "--weights", "ones(5,3)")
     assert doc["variables"]["x"]["grad"] == [
-        [146, 134, 86], [182, 176, 128], [174, 268, 116], [204, 86, 74], [138, 192, 140]
+        [146, 134, 86],
+        [182, 176, 128],
+        [174, 268, 116],
+        [204, 86, 74],
+        [138, 192, 140],
     ]
 
 
 def test_seed001_multiple_weights_with_a_constant_leaf():
     doc = grad_json(
         "10 - (w3*(w1*a) + w4*(w2*a))",
-        "--a", "[4]", "--const", "a",
-        "--w1", "[2]", "--w2", "[5]", "--w3", "[9]", "--w4", "[7]",
+        "--a",
+        "[4]",
+        "--const",
+        "a",
+        "--w1",
+        "[2]",
+        "--w2",
+        "[5]",
+        "--w3",
+        "[9]",
+        "--w4",
+        "[7]",
     )
     grads = {n: v["grad"] for n, v in doc["variables"].items()}
     assert grads == {"w1": [-36.0], "w2": [-28.0], "w3": [-8.0], "w4": [-20.0], "a": None}
@@ -63,7 +83,9 @@ def test_seed001_multiple_weights_with_a_constant_leaf():
 
 def test_seed001_arange_reshaped_to_five_by_three():
     doc = grad_json("x**2", "--x", "reshape(arange(1,16),5,3)", "--weights", "ones")
-    assert doc["variables"]["x"]["grad"] == [[2 * (3 * r + c + 1) for c in range(3)] for r in range(5)]
+    assert doc["variables"]["x"]["grad"] == [
+        [2 * (3 * r + c + 1) for c in range(3)] for r in range(5)
+    ]
 
 
 def test_seed002_and_004_polynomial_at_two():
@@ -99,7 +121,10 @@ def test_seed003_cube():
 
 @pytest.mark.parametrize(("weights", "grad"), [("[1.0, 1.0]", [2.0, 4.0]), ("x", [2.0, 8.0])])
 def test_seed003_weights_act_as_weights(weights, grad):
-    assert grad_json("x**2", "--x", "[1.0, 2.0]", "--weights", weights)["variables"]["x"]["grad"] == grad
+    assert (
+        grad_json("x**2", "--x", "[1.0, 2.0]", "--weights", weights)["variables"]["x"]["grad"]
+        == grad
+    )
 
 
 def test_seed003_z_of_y_of_x_accumulates_with_repeat():
@@ -108,8 +133,17 @@ def test_seed003_z_of_y_of_x_accumulates_with_repeat():
 
 
 def test_seed003_two_leaves_three_passes():
-    doc = grad_json("x**2 + z**3", "--x", "[2.0, 2.0]", "--z", "[4.0, 4.0]",
-                    "--weights", "ones", "--repeat", "3")
+    doc = grad_json(
+        "x**2 + z**3",
+        "--x",
+        "[2.0, 2.0]",
+        "--z",
+        "[4.0, 4.0]",
+        "--weights",
+        "ones",
+        "--repeat",
+        "3",
+    )
     assert [p["grads"]["x"] for p in doc["passes"]] == [[4.0, 4.0], [8.0, 8.0], [12.0, 12.0]]
     assert [p["grads"]["z"] for p in doc["passes"]] == [[48.0, 48.0], [96.0, 96.0], [144.0, 144.0]]
 

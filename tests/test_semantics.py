@@ -21,10 +21,14 @@ LINES = [
     ("x / y - x**3", lambda x, y: x / y - x**3),
     ("0.1*3*x + 2**3*y", lambda x, y: 0.1 * 3 * x + 2**3 * y),
     ("sin(x)*exp(-y) + tanh(x*y)", lambda x, y: torch.sin(x) * torch.exp(-y) + torch.tanh(x * y)),
-    ("log(x) + log2(x) + log10(x) + sqrt(x) + y",
-     lambda x, y: torch.log(x) + torch.log2(x) + torch.log10(x) + torch.sqrt(x) + y),
-    ("sigmoid(y) * relu(y) + abs(y) - x",
-     lambda x, y: torch.sigmoid(y) * torch.relu(y) + torch.abs(y) - x),
+    (
+        "log(x) + log2(x) + log10(x) + sqrt(x) + y",
+        lambda x, y: torch.log(x) + torch.log2(x) + torch.log10(x) + torch.sqrt(x) + y,
+    ),
+    (
+        "sigmoid(y) * relu(y) + abs(y) - x",
+        lambda x, y: torch.sigmoid(y) * torch.relu(y) + torch.abs(y) - x,
+    ),
     ("x / sum(x) + y", lambda x, y: x / torch.sum(x) + y),
     ("(x - mean(x))**2 * y", lambda x, y: (x - torch.mean(x)) ** 2 * y),
     ("2**x + pi*y + e", lambda x, y: 2**x + math.pi * y + math.e),
@@ -142,8 +146,12 @@ def test_repeat_compares_each_pass_with_k_times_the_single_gradient():
 
 @pytest.mark.parametrize(
     ("dtype", "rtol", "atol"),
-    [("float32", 1.3e-6, 1e-5), ("float64", 1e-7, 1e-7), ("float16", 1e-3, 1e-5),
-     ("bfloat16", 1.6e-2, 1e-5)],
+    [
+        ("float32", 1.3e-6, 1e-5),
+        ("float64", 1e-7, 1e-7),
+        ("float16", 1e-3, 1e-5),
+        ("bfloat16", 1.6e-2, 1e-5),
+    ],
 )
 def test_dtype_defaults_to_torch_testing_tolerances(dtype, rtol, atol):
     doc = grad_json("x**2", "--x", "1.5", "--dtype", dtype)
@@ -188,7 +196,8 @@ def test_leaves_are_created_on_the_device_as_leaves():
 
 
 def test_ten_million_elements_are_vectorised():
-    result = compute_gradient("sum(2*x**4 + x**3 + 3*x**2 + 5*x + 1)", {"x": "linspace(-1,1,10000000)"},
-                              dtype="float64")
+    result = compute_gradient(
+        "sum(2*x**4 + x**3 + 3*x**2 + 5*x + 1)", {"x": "linspace(-1,1,10000000)"}, dtype="float64"
+    )
     assert result.agree
     assert result.variables["x"].expected.shape == (10_000_000,)

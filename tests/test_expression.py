@@ -1,0 +1,117 @@
+"""The parser: what the language accepts, what it refuses, and the limits."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from autogradcli.errors import ExpressionError, LimitError
+from autogradcli.expression import Binary, Limits, Name, Num, parse_expression, unparse
+from tests.conftest import cli
+
+
+def test_caret_is_power_with_power_precedence():
+    assert parse_expression("x^2+1").root == parse_expression("x**2+1").root
+
+
+def test_variables_in_order_of_appearance_constants_excluded():
+    assert parse_expression("b*sin(a) + pi*e + b").variables == ("b", "a")
+    assert parse_expression("pi*x", given=frozenset({"pi"})).variables == ("pi", "x")
+
+
+def test_tree_keeps_the_expression_as_written():
+    root = parse_expression("y*y*3").root
+    assert root == Binary("*", Binary("*", Name("y"), Name("y")), Num(3))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2*x**4 + x**3 + 3*x**2 + 5*x + 1",
+        "-x**2",
+        "(-x)**2",
+        "x - (y - z)",
+        "x/(y*z)",
+        "2**(-x)",
+        "sin(x)/sum(x)",
+        "mean((x + 2)*(x + 2)*3)",
+        "-(x + 1)",
+    ],
+)
+def test_unparse_round_trips(text):
+    assert (
+        parse_expression(unparse(parse_expression(text).root)).root == parse_expression(text).root
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("x.real", "attribute access cannot be used in an expression"),
+        ("x[0]", "subscripts cannot be used in an expression"),
+        ("lambda: 1", "lambda cannot be used in an expression"),
+        ("[i for i in x]", "comprehensions cannot be used in an expression"),
+        ("x < 1", "comparisons cannot be used in an expression"),
+        ("x if y else z", "conditional expressions cannot be used in an expression"),
+        ("'abc'", "strings are not allowed in an expression"),
+        ("f'{x}'", "strings cannot be used in an expression"),
+        ("True*x", "'True' is not allowed in an expression"),
+        ("1j*x", "complex numbers are not supported; use real numbers"),
+        ("x & y", "operator in 'x & y' is not allowed"),
+        ("x // y", "operator in 'x // y' is not allowed"),
+        ("f(x)", "unknown function 'f'"),
+        ("__import__('os')", "unknown function '__import__'"),
+        ("eval('1')", "unknown function 'eval'"),
+        ("open('/etc/passwd')", "unknown function 'open'"),
+        ("x.__class__", "attribute access cannot be used"),
+        ("sin(x, y)", "sin() takes exactly one argument, e.g. sin(x)"),
+        ("sin(x=1)", "sin() takes exactly one argument"),
+        ("sum(*x)", "sum() takes exactly one argument"),
+        ("(x).sin()", "only plain function names can be called"),
+        ("x = 1", "cannot parse the expression"),
+        ("import os", "cannot parse the expression"),
+        ("", "the expression is empty"),
+        ("x\x00", "cannot parse the expression"),
+        ("1/0*x", "division by zero in the constant 1/0"),
+        ("(-8)**(1/3)*x", "is a complex number"),
+    ],
+)
+def test_refused_with_a_reason(text, message):
+    with pytest.raises(ExpressionError) as info:
+        parse_expression(text)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("9**9**9*x", "integer constant 9**387420489 is too large"),
+        ("10.0**400*x", "the constant 10.0**400 overflows a float"),
+        ("x**(10**6)", "exponent 1e+06 is larger than the limit 1000"),
+        ("(3*x)**(10**300)", "exponent 1e+300 is larger than the limit 1000"),
+        ("x*" + "9" * 400, "integer constant with 400 digits is too large"),
+        ("x+" * 6000 + "x", "characters long; the limit is 10000"),
+        ("(" * 300 + "x" + ")" * 300, "nested"),
+        ("-" * 5000 + "x", "nested"),
+        ("sin(" * 250 + "x" + ")" * 250, "nested"),
+    ],
+)
+def test_limits_answer_at_once(text, message):
+    start = time.perf_counter()
+    with pytest.raises((LimitError, ExpressionError)) as info:
+        parse_expression(text)
+    assert message in str(info.value)
+    assert time.perf_counter() - start < 2
+
+
+def test_limits_are_configurable():
+    with pytest.raises(LimitError):
+        parse_expression("x**20", Limits(max_exponent=10))
+    assert parse_expression("x**20").variables == ("x",)
+
+
+def test_huge_tower_through_the_cli_is_an_error_not_a_hang():
+    run = cli("grad", "9**9**9*x", "--x", "2")
+    assert run.exit_code == 2
+    assert "Traceback" not in run.stderr
