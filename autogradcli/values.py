@@ -11,6 +11,7 @@ import ast
 import json
 import math
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -259,7 +260,9 @@ def _load_pt(path: Path, limits: Limits) -> np.ndarray:
     import torch
 
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # protocol notes from the safe unpickler are noise here
+            warnings.simplefilter("ignore")
+            data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for foreign or malicious files
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueSpecError(

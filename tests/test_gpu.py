@@ -1,0 +1,46 @@
+"""CUDA paths: run only where a CUDA device exists; skipped cleanly elsewhere (CI has none)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.conftest import grad_json
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+
+def test_auto_picks_cuda_and_grads_are_leaf_grads():
+    doc = grad_json("mean((x+2)*(x+2)*3)", "--x", "ones(2,2)", "--device", "auto")
+    assert doc["device"] == "cuda:0"
+    assert doc["variables"]["x"]["grad"] == [[4.5, 4.5], [4.5, 4.5]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_cuda_polynomial_each_dtype(dtype):
+    doc = grad_json(
+        "2*x**4 + x**3 + 3*x**2 + 5*x + 1", "--x", "2", "--device", "cuda", "--dtype", dtype
+    )
+    assert doc["device"] == "cuda:0"
+    assert doc["variables"]["x"]["grad"] == 93.0
+    assert doc["agree"] is True
+
+
+def test_cuda_weights_and_repeat():
+    doc = grad_json(
+        "x**2 + z**3",
+        "--x",
+        "[2.0, 2.0]",
+        "--z",
+        "[4.0, 4.0]",
+        "--weights",
+        "ones",
+        "--repeat",
+        "3",
+        "--device",
+        "cuda:0",
+    )
+    assert [p["grads"]["z"] for p in doc["passes"]] == [[48.0, 48.0], [96.0, 96.0], [144.0, 144.0]]
