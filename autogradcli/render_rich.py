@@ -55,14 +55,7 @@ def render(result: GradResult) -> Group:
     if result.seed is not None:
         header.append(f" · seed {result.seed}")
     parts.append(header)
-    out = Text.assemble(
-        ("output ", "bold"),
-        format_array(result.output),
-        f"   (SymPy: {format_array(result.output_expected)}, "
-        f"max abs error {_error(result.output_max_abs_error)}) ",
-        _mark(result.output_agree),
-    )
-    parts.append(out)
+    parts.append(_output_table(result))
     if result.weights is not None:
         parts.append(Text(f"external gradient (--weights): {format_array(result.weights)}"))
     parts.append(_gradient_table(result))
@@ -73,6 +66,20 @@ def render(result: GradResult) -> Group:
         parts.append(_passes_table(result))
     parts.append(_verdict(result))
     return Group(*parts)
+
+
+def _output_table(result: GradResult) -> Table:
+    table = Table(title="output", title_justify="left", box=None, show_header=True)
+    for column in ("", "value (torch)", "expected (SymPy)", "max abs error", "check"):
+        table.add_column(column, overflow="fold")
+    table.add_row(
+        f"out {list(result.output.shape)}",
+        format_array(result.output),
+        format_array(result.output_expected),
+        _error(result.output_max_abs_error),
+        _mark(result.output_agree),
+    )
+    return table
 
 
 def _gradient_table(result: GradResult) -> Table:

@@ -1,0 +1,70 @@
+"""Every example in README.md and docs/ runs, and prints what the page shows."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _blocks(language: str) -> list[tuple[str, str]]:
+    found = []
+    for page in PAGES:
+        for body in re.findall(rf"```{language}\n(.*?)```", page.read_text(), flags=re.S):
+            found.append((page.name, body))
+    return found
+
+
+def _console_examples() -> list[tuple[str, str, str]]:
+    examples = []
+    for page, body in _blocks("console"):
+        for chunk in re.split(r"^(?=\$ )", body, flags=re.M):
+            if chunk.startswith("$ autograd-cli "):
+                command, _, shown = chunk.partition("\n")
+                examples.append((page, command[len("$ autograd-cli ") :], shown.rstrip("\n")))
+    return examples
+
+
+CONSOLE = _console_examples()
+PYTHON = _blocks("python")
+
+
+def test_the_pages_have_examples():
+    assert len(CONSOLE) >= 10 and len(PYTHON) >= 3
+
+
+@pytest.mark.parametrize(("page", "command", "shown"), CONSOLE, ids=[c for _, c, _ in CONSOLE])
+def test_console_example_prints_what_the_page_shows(page, command, shown):
+    run = cli(*shlex.split(command))
+    printed = "\n".join(
+        line.rstrip() for line in (run.stdout + run.stderr).rstrip("\n").split("\n")
+    )
+    assert printed == shown, f"{page}: output of '{command}' changed"
+    expected_code = 2 if shown.startswith("Error:") else 1 if "disagree" in shown else 0
+    assert run.exit_code == expected_code
+
+
+@pytest.mark.parametrize(
+    ("page", "code"), PYTHON, ids=[f"{p}-{i}" for i, (p, _) in enumerate(PYTHON)]
+)
+def test_python_example_runs(page, code):
+    namespace: dict[str, object] = {"__name__": f"docs_example_{page}"}
+    exec(compile(code, page, "exec"), namespace)  # our own docs, not user input
+
+
+def test_ci_runs_exactly_the_readme_commands():
+    readme = (ROOT / "README.md").read_text()
+    commands = [b.strip() for _, b in _blocks("sh") if _ == "README.md"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert len(commands) == 2
+    for command in commands:
+        assert command in ci.splitlines(), command
+    assert "pytest" in commands[1] and "autograd-cli grad" in commands[0]
+    assert "-c constraints-cpu.txt" in readme
