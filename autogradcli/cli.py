@@ -18,6 +18,7 @@ from typer._click.core import Context
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from autogradcli import __version__
+from autogradcli.devices import DTYPES
 from autogradcli.errors import AutogradCliError, UnknownVariableError, VariableError
 from autogradcli.expression import Limits
 from autogradcli.render_json import error_document
@@ -139,11 +140,7 @@ def _main(
     """Gradients by PyTorch autograd, checked against SymPy's symbolic derivative."""
 
 
-class Dtype(str, Enum):
-    float32 = "float32"
-    float64 = "float64"
-    float16 = "float16"
-    bfloat16 = "bfloat16"
+Dtype = Enum("Dtype", {name: name for name in DTYPES}, type=str)  # type: ignore[misc]
 
 
 GRAD_EPILOG = (
@@ -159,6 +156,7 @@ GRAD_EPILOG = (
 
 @app.command(cls=GradCommand, epilog=GRAD_EPILOG)
 def grad(
+    ctx: typer.Context,
     expression: Annotated[
         str,
         typer.Argument(
@@ -231,7 +229,7 @@ def grad(
             limits=Limits(max_elements=max_elements),
         )
     except UnknownVariableError as exc:
-        _fail(str(exc) + _suggest_option(exc.name), exc.kind, json_output)
+        _fail(str(exc) + _suggest_option(exc.name, ctx), exc.kind, json_output)
     except AutogradCliError as exc:
         _fail(str(exc), exc.kind, json_output)
     if json_output:
@@ -262,16 +260,17 @@ def _variables(specs: list[str]) -> dict[str, str | None]:
     return values
 
 
-def _suggest_option(name: str) -> str:
-    options = [o[2:] for o in _grad_options() if o.startswith("--")]
+def _suggest_option(name: str, ctx: typer.Context) -> str:
+    """``; did you mean --json?`` when an unknown variable looks like a mistyped option."""
+    options = [
+        o[2:]
+        for p in ctx.command.params
+        if isinstance(p, TyperOption)
+        for o in p.opts
+        if o.startswith("--")
+    ]
     close = difflib.get_close_matches(name.replace("_", "-"), options, n=1, cutoff=0.6)
     return f"; did you mean --{close[0]}?" if close else ""
-
-
-def _grad_options() -> list[str]:
-    command = typer.main.get_command(app)
-    grad_command = command.commands["grad"]  # type: ignore[attr-defined]
-    return [o for p in grad_command.params if isinstance(p, TyperOption) for o in p.opts]
 
 
 def _fail(message: str, kind: str, json_output: bool) -> NoReturn:

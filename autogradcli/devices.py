@@ -48,10 +48,15 @@ def resolve_device(spec: str) -> Any:
     return device
 
 
-def resolve_dtype(name: str) -> Any:
-    """The torch dtype for one of ``DTYPES``."""
-    import torch
-
+def check_dtype(name: str) -> None:
+    """Refuse a dtype name that is not one of ``DTYPES`` (without importing torch)."""
     if name not in DTYPES:
         raise DeviceError(f"unknown dtype '{name}'; use one of {', '.join(DTYPES)}")
+
+
+def resolve_dtype(name: str) -> Any:
+    """The torch dtype for one of ``DTYPES``."""
+    check_dtype(name)
+    import torch
+
     return getattr(torch, name)

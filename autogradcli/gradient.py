@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from autogradcli.compare import TOLERANCES, compare
-from autogradcli.errors import DeviceError, ShapeError, UnknownVariableError, VariableError
+from autogradcli.devices import check_dtype
+from autogradcli.errors import ShapeError, UnknownVariableError, VariableError
 from autogradcli.expression import Expression, Limits, infer_shape, parse_expression
 from autogradcli.result import GradResult, PassResult, VariableResult
 from autogradcli.values import RandomSource, read_value
@@ -68,8 +69,7 @@ def compute_gradient(
     check_names(parsed, values, const)
     if repeat < 1:
         raise VariableError(f"--repeat must be at least 1, not {repeat}")
-    if dtype not in TOLERANCES:
-        raise DeviceError(f"unknown dtype '{dtype}'; use one of {', '.join(TOLERANCES)}")
+    check_dtype(dtype)
     default_rtol, default_atol = TOLERANCES[dtype]
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol

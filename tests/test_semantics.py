@@ -201,3 +201,10 @@ def test_ten_million_elements_are_vectorised():
     )
     assert result.agree
     assert result.variables["x"].expected.shape == (10_000_000,)
+
+
+def test_every_dtype_has_a_tolerance():
+    from autogradcli.compare import TOLERANCES
+    from autogradcli.devices import DTYPES
+
+    assert tuple(TOLERANCES) == DTYPES
