@@ -61,7 +61,7 @@ class AutogradGroup(TyperGroup):
                 message = f"{message.rstrip('.')}. See '{ctx.command_path} --help'."
             report_error(message, "usage", "--json" in argv)
             sys.exit(exc.exit_code)
-        except click_exceptions.Abort:
+        except typer.Abort:
             if not standalone_mode:
                 raise
             typer.echo("Aborted!", err=True)
@@ -203,7 +203,10 @@ def grad(
         typer.Option(help="Absolute tolerance (default: torch.testing's for the dtype)."),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(help="Seed for rand()/randn() values (default: random, reported).")
+        int | None,
+        typer.Option(
+            min=0, max=2**63 - 1, help="Seed for rand()/randn() values (default: random, reported)."
+        ),
     ] = None,
     max_elements: Annotated[
         int, typer.Option(min=1, help="Largest number of elements any tensor may have.")
@@ -232,6 +235,15 @@ def grad(
         _fail(str(exc) + _suggest_option(exc.name, ctx), exc.kind, json_output)
     except AutogradCliError as exc:
         _fail(str(exc), exc.kind, json_output)
+    except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
+        # A failure inside PyTorch, SymPy or NumPy on input the checks let through.
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        _fail(
+            f"cannot compute this expression ({type(exc).__name__}: {message}); "
+            "simplify it or check its values",
+            "computation",
+            json_output,
+        )
     if json_output:
         from autogradcli.render_json import dumps
 

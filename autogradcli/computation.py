@@ -49,7 +49,7 @@ def forward(
 
     try:
         out = value(root)
-    except RuntimeError as exc:
+    except (RuntimeError, OverflowError) as exc:
         raise ComputationError(
             f"PyTorch could not compute the expression: {_first_line(exc)}"
         ) from None

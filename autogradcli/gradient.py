@@ -103,19 +103,20 @@ def compute_gradient(
         if weight_array is None
         else computation.make_leaf(weight_array, torch_dtype, torch_device, False)
     )
-    out = None
-    snapshots: list[dict[str, np.ndarray]] = []
-    for _ in range(repeat):
-        out = computation.forward(parsed.root, leaves, torch_dtype, torch_device)
-        computation.backward(out, weight_tensor)
-        snapshots.append({n: computation.to_numpy(leaves[n].grad) for n in differentiate})
-    assert out is not None
-
     # SymPy sees the inputs as autograd saw them: rounded to --dtype, then widened to float64.
     seen = {name: computation.to_numpy(leaf) for name, leaf in leaves.items()}
     seen_weights = (
         np.ones(out_shape) if weight_tensor is None else computation.to_numpy(weight_tensor)
     )
+    out = None
+    snapshots: list[dict[str, np.ndarray]] = []
+    for _ in range(repeat):
+        out = computation.forward(parsed.root, leaves, torch_dtype, torch_device)
+        # A fresh copy each pass: backward may hand the weights tensor itself to a leaf's .grad
+        # (sum of a 0-d input), and later passes would then accumulate into the weights.
+        computation.backward(out, None if weight_tensor is None else weight_tensor.clone())
+        snapshots.append({n: computation.to_numpy(leaves[n].grad) for n in differentiate})
+    assert out is not None
     model = SymbolicModel(parsed, shapes, limits)
     expected = model.evaluate(seen, seen_weights, differentiate)
 

@@ -18,6 +18,7 @@ from functools import reduce
 import numpy as np
 import sympy as sp
 
+from autogradcli.errors import ComputationError
 from autogradcli.expression import (
     Binary,
     Call,
@@ -281,7 +282,10 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
         if isinstance(node, (sp.Max, sp.Min)):
             pick = np.maximum if isinstance(node, sp.Max) else np.minimum
             return reduce(pick, (value(a) for a in node.args))
-        raise TypeError(f"no numeric rule for {type(node).__name__} in {node}")
+        raise ComputationError(
+            f"SymPy's result contains {node}, which has no real numeric value here; "
+            "check the expression's domain"
+        )
 
     return np.asarray(value(expr), dtype=np.float64)
 

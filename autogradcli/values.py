@@ -152,6 +152,11 @@ class _Reader:
         if any(size < 0 for size in shape):
             raise ValueSpecError(f"sizes in {name}() cannot be negative: {list(shape)}")
         check_elements(shape, self.limits)
+        if any(size > self.limits.max_elements for size in shape):  # zeros(0, 10**19)
+            raise LimitError(
+                f"a size in {name}() is larger than the limit {self.limits.max_elements} "
+                "(raise it with --max-elements)"
+            )
         return shape
 
     def call(self, node: ast.Call) -> np.ndarray:
@@ -187,7 +192,10 @@ class _Reader:
             step = numbers[2]
         if step == 0 or not all(map(math.isfinite, (start, end, step))):
             raise ValueSpecError("arange() needs finite numbers and a step that is not 0")
-        check_elements((max(math.ceil((end - start) / step), 0),), self.limits)
+        count = (end - start) / step
+        if not math.isfinite(count):
+            raise LimitError("arange() would have too many elements; use a larger step")
+        check_elements((max(math.ceil(count), 0),), self.limits)
         return np.arange(start, end, step, dtype=np.float64)
 
     def linspace(self, args: list[ast.expr]) -> np.ndarray:

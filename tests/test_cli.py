@@ -282,3 +282,23 @@ def test_random_values_report_their_seed():
     unseeded = grad_json("sum(x)", "--x", "rand(3)")
     assert isinstance(unseeded["seed"], int)
     assert grad_json("sum(x)", "--x", "ones(3)")["seed"] is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["x/0", "--x", "2"],
+        ["x + log(-1)", "--x", "2"],
+        ["sqrt(-1)*x", "--x", "2"],
+        ["abs(asin(x))", "--x", "0.5"],
+        ["x*2**64", "--x", "2"],
+        ["x", "--x", "arange(0,1,1e-320)"],
+        ["sum(x)", "--x", "zeros(0,1e19)"],
+        ["sum(x)", "--x", "rand(2)", "--seed", "99999999999999999999"],
+        ["exp(" * 150 + "x" + ")" * 150, "--x", "0.1"],
+    ],
+)
+def test_inputs_that_break_a_library_still_give_one_error_line(args):
+    run = cli("grad", *args)
+    assert run.exit_code == 2, run.stdout
+    assert run.stderr.startswith("Error: ") and run.stderr.count("\n") == 1

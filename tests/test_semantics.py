@@ -208,3 +208,11 @@ def test_every_dtype_has_a_tolerance():
     from autogradcli.devices import DTYPES
 
     assert tuple(TOLERANCES) == DTYPES
+
+
+def test_weights_are_not_accumulated_into_when_grad_aliases_them():
+    # sum() of a 0-d input hands the weights tensor itself to .grad on the first pass.
+    doc = grad_json("sum(z)", "--z", "1.4", "--weights", "ones", "--repeat", "3")
+    assert [p["grads"]["z"] for p in doc["passes"]] == [1.0, 2.0, 3.0]
+    assert doc["weights"] == 1.0
+    assert doc["agree"] is True
