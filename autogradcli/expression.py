@@ -286,7 +286,7 @@ def _check_constants(root: Node, limits: Limits) -> None:
         constant_value(node, limits)
 
 
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "unary": 3, "**": 4}
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "**": 4}
 
 
 def unparse(node: Node) -> str:
