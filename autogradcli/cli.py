@@ -7,9 +7,12 @@ answer at once. Every domain error becomes one ``Error: ...`` line on stderr, ex
 from __future__ import annotations
 
 import difflib
+import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -19,7 +22,12 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from autogradcli import __version__
 from autogradcli.devices import DTYPES
-from autogradcli.errors import AutogradCliError, UnknownVariableError, VariableError
+from autogradcli.errors import (
+    AutogradCliError,
+    UnknownVariableError,
+    ValueSpecError,
+    VariableError,
+)
 from autogradcli.expression import Limits
 from autogradcli.render_json import error_document
 
@@ -154,26 +162,49 @@ GRAD_EPILOG = (
 )
 
 
+ExpressionArg = Annotated[
+    str,
+    typer.Argument(
+        help="Expression in Python syntax: + - * / ** (or ^), sin cos tan asin acos atan "
+        "sinh cosh tanh asinh acosh atanh exp log log2 log10 sqrt abs sigmoid relu, "
+        "sum(...) mean(...), constants pi e; or a program of steps separated by ; or "
+        'newlines, e.g. "y = x + 2; z = y*y*3; out = mean(z)".',
+        show_default=False,
+    ),
+]
+VarOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--var",
+        metavar="NAME=VALUE",
+        help="A variable's value; same as --NAME VALUE, for names that clash with options.",
+    ),
+]
+ConstOption = Annotated[
+    list[str] | None,
+    typer.Option(metavar="NAME", help="Make NAME a tensor with requires_grad=False."),
+]
+DeviceOption = Annotated[
+    str, typer.Option(help="auto (CUDA if available, else CPU), cpu, cuda, cuda:N or mps.")
+]
+DtypeOption = Annotated[Dtype, typer.Option(help="Tensor dtype.")]
+SeedOption = Annotated[
+    int | None,
+    typer.Option(
+        min=0, max=2**63 - 1, help="Seed for rand()/randn() values (default: random, reported)."
+    ),
+]
+MaxElementsOption = Annotated[
+    int, typer.Option(min=1, help="Largest number of elements any tensor may have.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
 @app.command(cls=GradCommand, epilog=GRAD_EPILOG)
 def grad(
     ctx: typer.Context,
-    expression: Annotated[
-        str,
-        typer.Argument(
-            help="Expression in Python syntax: + - * / ** (or ^), sin cos tan asin acos atan "
-            "sinh cosh tanh asinh acosh atanh exp log log2 log10 sqrt abs sigmoid relu, "
-            "sum(...) mean(...), constants pi e.",
-            show_default=False,
-        ),
-    ],
-    var: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--var",
-            metavar="NAME=VALUE",
-            help="A variable's value; same as --NAME VALUE, for names that clash with options.",
-        ),
-    ] = None,
+    expression: ExpressionArg,
+    var: VarOption = None,
     weights: Annotated[
         str | None,
         typer.Option(
@@ -186,14 +217,40 @@ def grad(
         int,
         typer.Option(min=1, max=10_000, help="Passes of forward + backward; .grad accumulates."),
     ] = 1,
-    const: Annotated[
+    same_graph: Annotated[
+        bool,
+        typer.Option(help="With --repeat: run backward() again on one graph instead."),
+    ] = False,
+    retain_graph: Annotated[
+        bool,
+        typer.Option(help="With --same-graph: backward(retain_graph=True), so it can run again."),
+    ] = False,
+    zero_grad: Annotated[
+        bool, typer.Option(help="Set .grad to None between passes, as optimizer.zero_grad().")
+    ] = False,
+    inspect: Annotated[
+        bool,
+        typer.Option(
+            help="Show every named tensor: data, requires_grad, is_leaf, grad_fn and .grad."
+        ),
+    ] = False,
+    retain_grad: Annotated[
         list[str] | None,
-        typer.Option(metavar="NAME", help="Make NAME a tensor with requires_grad=False."),
+        typer.Option(
+            metavar="NAME",
+            help="Call retain_grad() on step NAME (or 'all'), so its .grad shows (implies "
+            "--inspect).",
+        ),
     ] = None,
-    device: Annotated[
-        str, typer.Option(help="auto (CUDA if available, else CPU), cpu, cuda, cuda:N or mps.")
-    ] = "auto",
-    dtype: Annotated[Dtype, typer.Option(help="Tensor dtype.")] = Dtype.float32,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            help="Show the chain rule node by node as backward() ran it, checked by SymPy."
+        ),
+    ] = False,
+    const: ConstOption = None,
+    device: DeviceOption = "auto",
+    dtype: DtypeOption = Dtype.float32,
     rtol: Annotated[
         float | None,
         typer.Option(help="Relative tolerance (default: torch.testing's for the dtype)."),
@@ -202,19 +259,12 @@ def grad(
         float | None,
         typer.Option(help="Absolute tolerance (default: torch.testing's for the dtype)."),
     ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            min=0, max=2**63 - 1, help="Seed for rand()/randn() values (default: random, reported)."
-        ),
-    ] = None,
-    max_elements: Annotated[
-        int, typer.Option(min=1, help="Largest number of elements any tensor may have.")
-    ] = Limits.max_elements,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    seed: SeedOption = None,
+    max_elements: MaxElementsOption = Limits.max_elements,
+    json_output: JsonOption = False,
 ) -> None:
     """Compute gradients with autograd's backward() and check them against SymPy."""
-    try:
+    with _errors(ctx, json_output):
         values = _variables(var or [])
         from autogradcli.gradient import compute_gradient
 
@@ -223,6 +273,12 @@ def grad(
             values,
             weights=weights,
             repeat=repeat,
+            same_graph=same_graph,
+            retain_graph=retain_graph,
+            zero_grad=zero_grad,
+            inspect=inspect,
+            retain_grad=retain_grad or [],
+            explain=explain,
             const=const or [],
             device=device,
             dtype=dtype.value,
@@ -231,6 +287,100 @@ def grad(
             seed=seed,
             limits=Limits(max_elements=max_elements),
         )
+    if json_output:
+        from autogradcli.render_json import dumps
+
+        typer.echo(dumps(result.to_dict()))
+    else:
+        from autogradcli.render_rich import print_result
+
+        print_result(result)
+    raise typer.Exit(0 if result.agree else 1)
+
+
+GRAPH_EPILOG = (
+    'Example: autograd-cli graph "y = x + 2; z = y*y*3; out = mean(z)" --x "ones(2,2)" '
+    "--dot graph.dot. Values as for grad. Exit codes: 0 done, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=GRAPH_EPILOG)
+def graph(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    dot: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Write the graph as Graphviz DOT text to FILE."),
+    ] = None,
+    svg: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Render the graph to FILE as SVG (needs Graphviz)."),
+    ] = None,
+    png: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Render the graph to FILE as PNG (needs Graphviz)."),
+    ] = None,
+    const: ConstOption = None,
+    device: DeviceOption = "auto",
+    dtype: DtypeOption = Dtype.float32,
+    seed: SeedOption = None,
+    max_elements: MaxElementsOption = Limits.max_elements,
+    json_output: JsonOption = False,
+) -> None:
+    """Show the backward graph PyTorch records: grad_fn nodes down to the leaves."""
+    with _errors(ctx, json_output):
+        from autogradcli.gradient import prepare, start
+
+        setup = prepare(
+            expression,
+            _variables(var or []),
+            const=const or [],
+            device=device,
+            dtype=dtype.value,
+            seed=seed,
+            limits=Limits(max_elements=max_elements),
+        )
+        images = [(path, fmt) for path, fmt in ((svg, "svg"), (png, "png")) if path is not None]
+        from autogradcli import graph as graphs
+
+        if images and shutil.which("dot") is None:
+            graphs.render_image("", images[0][0], images[0][1])  # raises the clear error
+        run = start(setup)
+        built = graphs.build_graph(setup.expression, run.forward(), run.leaves)
+        text = graphs.to_dot(built)
+        written = []
+        if dot is not None:
+            _write(dot, text)
+            written.append(str(dot))
+        for path, fmt in images:
+            graphs.render_image(text, path, fmt)
+            written.append(str(path))
+    if json_output:
+        from autogradcli.render_json import dumps
+
+        typer.echo(dumps({**built.to_dict(), "written": written}))
+    else:
+        from autogradcli.render_graph import print_graph
+
+        print_graph(built)
+        for path in written:
+            typer.echo(f"wrote {path}")
+    raise typer.Exit(0)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ValueSpecError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def _errors(ctx: typer.Context, json_output: bool) -> Iterator[None]:
+    """Every error of a command as one ``Error: ...`` line, exit 2."""
+    try:
+        yield
     except UnknownVariableError as exc:
         _fail(str(exc) + _suggest_option(exc.name, ctx), exc.kind, json_output)
     except AutogradCliError as exc:
@@ -244,15 +394,6 @@ def grad(
             "computation",
             json_output,
         )
-    if json_output:
-        from autogradcli.render_json import dumps
-
-        typer.echo(dumps(result.to_dict()))
-    else:
-        from autogradcli.render_rich import print_result
-
-        print_result(result)
-    raise typer.Exit(0 if result.agree else 1)
 
 
 def _variables(specs: list[str]) -> dict[str, str | None]:

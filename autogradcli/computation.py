@@ -7,13 +7,24 @@ the tree as written, so it computes what the same line typed as Python computes:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from autogradcli.errors import ComputationError
-from autogradcli.expression import PY_BINARY, PY_UNARY, Binary, Call, Name, Node, Num, Unary
+from autogradcli.errors import ComputationError, TorchError
+from autogradcli.expression import (
+    PY_BINARY,
+    PY_UNARY,
+    Binary,
+    Call,
+    Expression,
+    Name,
+    Node,
+    Num,
+    Unary,
+)
 from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, REDUCTIONS
 
 
@@ -24,49 +35,77 @@ def make_leaf(
     return torch.tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@dataclass
+class Trace:
+    """One forward pass: the output, each step's tensor, and every tree node's value."""
+
+    out: torch.Tensor
+    steps: dict[str, torch.Tensor]
+    values: dict[int, Any] = field(default_factory=dict)  # id(node) -> tensor or number
+    nodes: dict[int, Node] = field(default_factory=dict)  # id(node) -> node, in evaluation order
+
+    def value_of(self, node: Node) -> Any:
+        return self.values[id(node)]
+
+
 def forward(
-    root: Node, env: dict[str, torch.Tensor], dtype: torch.dtype, device: torch.device
-) -> torch.Tensor:
-    """Evaluate the tree with torch, exactly as Python would evaluate the typed line."""
+    expression: Expression, env: dict[str, torch.Tensor], dtype: torch.dtype, device: torch.device
+) -> Trace:
+    """Run the program's steps, then the output, exactly as Python would run the typed lines."""
+    values: dict[int, Any] = {}
+    nodes: dict[int, Node] = {}
+    steps: dict[str, torch.Tensor] = {}
+
+    def as_tensor(value: Any) -> torch.Tensor:
+        if isinstance(value, torch.Tensor):
+            return value
+        return torch.tensor(value, dtype=dtype, device=device)
 
     def value(node: Node) -> Any:
         if isinstance(node, Num):
-            return node.value
-        if isinstance(node, Name):
-            return env[node.id] if node.id in env else CONSTANTS[node.id][0]
-        if isinstance(node, Unary):
-            return PY_UNARY[node.op](value(node.operand))
-        if isinstance(node, Binary):
-            return PY_BINARY[node.op](value(node.left), value(node.right))
-        if isinstance(node, Call):
-            arg = value(node.arg)
-            if not isinstance(arg, torch.Tensor):
-                arg = torch.tensor(arg, dtype=dtype, device=device)
+            result: Any = node.value
+        elif isinstance(node, Name):
+            if node.id in steps:
+                result = steps[node.id]
+            else:
+                result = env[node.id] if node.id in env else CONSTANTS[node.id][0]
+        elif isinstance(node, Unary):
+            result = PY_UNARY[node.op](value(node.operand))
+        elif isinstance(node, Binary):
+            result = PY_BINARY[node.op](value(node.left), value(node.right))
+        elif isinstance(node, Call):
+            arg = as_tensor(value(node.arg))
             if node.func in REDUCTIONS:
-                return REDUCTIONS[node.func](torch, arg)
-            return FUNCTIONS[node.func].torch(torch, arg)
-        raise TypeError(f"unknown node {node!r}")
+                result = REDUCTIONS[node.func](torch, arg)
+            else:
+                result = FUNCTIONS[node.func].torch(torch, arg)
+        else:
+            raise TypeError(f"unknown node {node!r}")
+        values[id(node)] = result
+        nodes[id(node)] = node
+        return result
 
     try:
-        out = value(root)
+        for step in expression.steps:
+            steps[step.name] = as_tensor(value(step.node))
+        out = as_tensor(value(expression.root))
     except (RuntimeError, OverflowError) as exc:
         raise ComputationError(
             f"PyTorch could not compute the expression: {_first_line(exc)}"
         ) from None
-    if not isinstance(out, torch.Tensor):
-        out = torch.tensor(out, dtype=dtype, device=device)
-    return out
+    return Trace(out, steps, values, nodes)
 
 
-def backward(out: torch.Tensor, weights: torch.Tensor | None) -> None:
-    """``out.backward()`` for a one-element output, ``out.backward(weights)`` otherwise."""
+def backward(
+    out: torch.Tensor, weights: torch.Tensor | None, retain_graph: bool = False, context: str = ""
+) -> None:
+    """``out.backward(weights, retain_graph=...)``; PyTorch's errors come back explained."""
     try:
-        if weights is None:
-            out.backward()
-        else:
-            out.backward(weights)
+        out.backward(weights, retain_graph=retain_graph)
     except RuntimeError as exc:
-        raise ComputationError(f"PyTorch's backward() failed: {_first_line(exc)}") from None
+        if weights is None and out.numel() != 1:
+            context += f"the output has shape {list(out.shape)}: "
+        raise TorchError(str(exc), context) from None
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:

@@ -57,3 +57,16 @@ class ComputationError(AutogradCliError):
     """PyTorch or the symbolic side refused to compute the expression."""
 
     kind = "computation"
+
+
+class TorchError(ComputationError):
+    """PyTorch itself raised; ``message`` is PyTorch's text, explained by the glossary."""
+
+    kind = "pytorch"
+
+    def __init__(self, torch_message: str, context: str = "") -> None:
+        from autogradcli.glossary import explain, lookup
+
+        self.torch_message = " ".join(torch_message.split())
+        self.entry = lookup(self.torch_message)
+        super().__init__(f"{context}{explain(self.torch_message)}")

@@ -109,22 +109,50 @@ _REFUSED: dict[type, str] = {
 
 
 @dataclass(frozen=True)
+class Step:
+    """One assignment of a program: ``name = node``."""
+
+    name: str
+    node: Node
+
+
+@dataclass(frozen=True)
 class Expression:
-    """A parsed expression: its text, its tree and its free variables in order of appearance."""
+    """A parsed expression or program.
+
+    ``steps`` are the program's assignments in order (none for a plain expression);
+    ``root`` is the output: the final expression, or ``Name`` of the last assignment.
+    ``variables`` are the free names (the inputs) in order of appearance; ``output`` is
+    the name the output tensor is shown under.
+    """
 
     text: str
     root: Node
     variables: tuple[str, ...] = field(default=())
+    steps: tuple[Step, ...] = field(default=())
+    output: str = "out"
+
+    def step(self, name: str) -> Step | None:
+        """The step that assigns ``name``, if any."""
+        return next((s for s in self.steps if s.name == name), None)
 
 
 def _allowed() -> str:
     return "numbers, variables, + - * / ** (or ^), parentheses and " + " ".join(function_names())
 
 
+PROGRAM_HINT = (
+    'a program is steps NAME = EXPR separated by ; or newlines, e.g. "y = x + 2; out = y*y"'
+)
+
+
 def parse_expression(
     text: str, limits: Limits | None = None, given: frozenset[str] = frozenset()
 ) -> Expression:
-    """Parse ``text``; ``given`` names that have values (so ``pi``/``e`` become variables)."""
+    """Parse an expression or a program of named steps.
+
+    ``given`` names that have values (so ``pi``/``e`` become variables).
+    """
     limits = limits or Limits()
     if len(text) > limits.max_length:
         raise LimitError(
@@ -132,11 +160,13 @@ def parse_expression(
         )
     if not text.strip():
         raise ExpressionError('the expression is empty; give one such as "2*x**2 + 1"')
-    source = text.replace("^", "**")
+    source = "\n".join(line.strip() for line in text.replace("^", "**").strip().splitlines())
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        module = ast.parse(source, mode="exec")
     except SyntaxError as exc:
         where = f" at column {exc.offset}" if exc.offset else ""
+        if exc.lineno and exc.lineno > 1:
+            where = f" at line {exc.lineno}, column {exc.offset}"
         raise ExpressionError(
             f"cannot parse the expression{where}: {exc.msg}; write it in Python syntax, "
             'e.g. "2*x**4 + 3*x + 1"'
@@ -147,10 +177,104 @@ def parse_expression(
         ) from None
     except ValueError as exc:
         raise ExpressionError(f"cannot parse the expression: {exc}") from None
-    root = _convert(tree.body, 0, limits)
-    _check_constants(root, limits)
-    names = tuple(dict.fromkeys(n for n in walk_names(root) if n in given or n not in CONSTANTS))
-    return Expression(text=text, root=root, variables=names)
+    if not module.body:
+        raise ExpressionError('the expression is empty; give one such as "2*x**2 + 1"')
+    steps: list[Step] = []
+    root: Node | None = None
+    for index, statement in enumerate(module.body):
+        last = index == len(module.body) - 1
+        if isinstance(statement, ast.Expr) and last:
+            root = _convert(statement.value, 0, limits)
+        elif isinstance(statement, ast.Assign):
+            steps.append(_assignment(statement, steps, limits))
+        else:
+            raise ExpressionError(_statement_error(statement, last))
+    assigned = {s.name for s in steps}
+    if root is None:
+        root = Name(steps[-1].name)
+    for node in (*(s.node for s in steps), root):
+        _check_constants(node, limits)
+    _check_order(steps, root)
+    names = [n for node in (*(s.node for s in steps), root) for n in walk_names(node)]
+    variables = tuple(
+        dict.fromkeys(n for n in names if n not in assigned and (n in given or n not in CONSTANTS))
+    )
+    if isinstance(root, Name) and root.id in assigned:
+        output = root.id
+    else:
+        output = _fresh("out", assigned | set(variables))
+    return Expression(text, root, variables, tuple(steps), output)
+
+
+def _assignment(statement: ast.Assign, steps: list[Step], limits: Limits) -> Step:
+    target = statement.targets[0]
+    if len(statement.targets) != 1 or not isinstance(target, ast.Name):
+        what = ast.unparse(statement).strip()
+        raise ExpressionError(
+            f"cannot assign in '{what}': assign one plain name per step; {PROGRAM_HINT}"
+        )
+    name = target.id
+    if name in FUNCTIONS or name in REDUCTIONS:
+        raise ExpressionError(f"cannot assign to '{name}': it is a function; choose another name")
+    if name in CONSTANTS:
+        raise ExpressionError(f"cannot assign to '{name}': it is a constant; choose another name")
+    if any(s.name == name for s in steps):
+        raise ExpressionError(
+            f"'{name}' is assigned twice; steps are not reassigned, so give the second one "
+            f"a new name (e.g. {name}2 = ...)"
+        )
+    return Step(name, _convert(statement.value, 0, limits))
+
+
+def _statement_error(statement: ast.stmt, last: bool) -> str:
+    if isinstance(statement, ast.Expr):
+        return (
+            f"'{ast.unparse(statement).strip()}' is computed but not used: only the last line "
+            f"may be a bare expression; {PROGRAM_HINT}"
+        )
+    kinds = {
+        ast.AugAssign: "augmented assignments (+= and the like)",
+        ast.AnnAssign: "annotated assignments",
+        ast.Import: "import statements",
+        ast.ImportFrom: "import statements",
+        ast.FunctionDef: "function definitions",
+        ast.ClassDef: "class definitions",
+        ast.For: "loops",
+        ast.While: "loops",
+        ast.If: "if statements",
+        ast.With: "with statements",
+        ast.Delete: "del statements",
+    }
+    what = kinds.get(type(statement), f"'{type(statement).__name__.lower()}' statements")
+    return f"{what} cannot be used; {PROGRAM_HINT}"
+
+
+def _check_order(steps: list[Step], root: Node) -> None:
+    """Every step is assigned before it is used, and every step is used."""
+    assigned_at = {s.name: i for i, s in enumerate(steps)}
+    used: set[str] = set()
+    for index, step in enumerate([*steps, Step("", root)]):
+        for name in walk_names(step.node):
+            if name in assigned_at and assigned_at[name] >= index:
+                where = f"'{step.name} = {unparse(step.node)}'" if step.name else "the output"
+                raise ExpressionError(
+                    f"'{name}' is used in {where} before it is assigned; put the steps in order "
+                    f"(a name that is also an input needs a new name, e.g. {name}2)"
+                )
+            used.add(name)
+    if isinstance(root, Name) and root.id in assigned_at:
+        used.add(root.id)
+    for step in steps:
+        if step.name not in used:
+            raise ExpressionError(
+                f"step '{step.name}' is never used; use it in a later step or remove it"
+            )
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _convert(node: ast.AST, depth: int, limits: Limits) -> Node:
@@ -363,3 +487,44 @@ def infer_shape(node: Node, shapes: dict[str, Shape], limits: Limits) -> Shape:
             f"the limit is {limits.max_elements} (raise it with --max-elements)"
         )
     return shape
+
+
+def program_shapes(
+    expression: Expression, shapes: dict[str, Shape], limits: Limits
+) -> dict[str, Shape]:
+    """The input shapes plus the shape of every step, in program order."""
+    shapes = dict(shapes)
+    for step in expression.steps:
+        shapes[step.name] = infer_shape(step.node, shapes, limits)
+    return shapes
+
+
+def cut(expression: Expression, target: Node, name: str) -> Expression:
+    """``expression`` with the subtree ``target`` (found by identity) replaced by a new
+    input ``name``: the derivative with respect to ``name`` is the derivative with
+    respect to that intermediate tensor."""
+
+    def swap(node: Node) -> Node:
+        if node is target:
+            return Name(name)
+        if isinstance(node, Unary):
+            return Unary(node.op, swap(node.operand))
+        if isinstance(node, Binary):
+            return Binary(node.op, swap(node.left), swap(node.right))
+        if isinstance(node, Call):
+            return Call(node.func, swap(node.arg))
+        return node
+
+    steps = tuple(Step(s.name, swap(s.node)) for s in expression.steps)
+    return Expression(
+        expression.text,
+        swap(expression.root),
+        (*expression.variables, name),
+        steps,
+        expression.output,
+    )
+
+
+def direct_inputs(node: Node) -> list[str]:
+    """Names a subtree uses directly, in order of appearance, without repeats."""
+    return list(dict.fromkeys(walk_names(node)))

@@ -4,28 +4,43 @@
 >>> r = compute_gradient("2*x**4 + x**3 + 3*x**2 + 5*x + 1", {"x": 2})
 >>> float(r.output), float(r.variables["x"].grad), r.agree
 (63.0, 93.0, True)
+>>> r = compute_gradient("y = x + 2; z = y*y*3; out = mean(z)", {"x": "ones(2,2)"})
+>>> r.variables["x"].chain
+'∂out/∂x = ∂out/∂z·∂z/∂y·∂y/∂x = (1/4)·(6*y)·(1)'
 """
 
 from __future__ import annotations
 
 import secrets
+import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from autogradcli.compare import TOLERANCES, compare
 from autogradcli.devices import check_dtype
-from autogradcli.errors import ShapeError, UnknownVariableError, VariableError
-from autogradcli.expression import Expression, Limits, infer_shape, parse_expression
-from autogradcli.result import GradResult, PassResult, VariableResult
+from autogradcli.errors import UnknownVariableError, VariableError
+from autogradcli.expression import (
+    Expression,
+    Limits,
+    Node,
+    Shape,
+    cut,
+    infer_shape,
+    parse_expression,
+    program_shapes,
+)
+from autogradcli.glossary import lookup
+from autogradcli.result import GradResult, PassResult, TensorResult, VariableResult
 from autogradcli.values import RandomSource, read_value
 
-NON_SCALAR = (
-    "the output has shape {shape}, and PyTorch's backward() needs an external gradient for it "
-    "(grad can be implicitly created only for scalar outputs); pass --weights ones (or weights "
-    "of that shape), or wrap the expression in sum(...) or mean(...)"
-)
+if TYPE_CHECKING:
+    import torch
+
+    from autogradcli.computation import Trace
+    from autogradcli.symbolic import SymbolicModel
 
 
 def check_names(
@@ -34,6 +49,12 @@ def check_names(
     """Every variable has a value; every value and ``const`` names a variable."""
     variables = list(expression.variables)
     for name in [*values, *const]:
+        step = expression.step(name)
+        if step is not None:
+            raise VariableError(
+                f"'{name}' is a step of the program, computed from the inputs, so it takes no "
+                f"value; give values for {', '.join(variables) or 'the inputs'} only"
+            )
         if name not in variables:
             raise UnknownVariableError(name, variables)
     for name in variables:
@@ -43,12 +64,137 @@ def check_names(
             )
 
 
+@dataclass
+class Setup:
+    """Checked input: the parsed program, the input arrays and the shapes, before torch loads."""
+
+    expression: Expression
+    arrays: dict[str, np.ndarray]
+    shapes: dict[str, Shape]  # inputs and steps
+    out_shape: Shape
+    weights: np.ndarray | None
+    differentiate: frozenset[str]
+    dtype: str
+    device: str
+    rtol: float
+    atol: float
+    limits: Limits
+    random: RandomSource
+
+
+def prepare(
+    expression: str,
+    values: Mapping[str, Any],
+    *,
+    weights: Any = None,
+    const: Iterable[str] = (),
+    device: str = "auto",
+    dtype: str = "float32",
+    rtol: float | None = None,
+    atol: float | None = None,
+    seed: int | None = None,
+    limits: Limits | None = None,
+) -> Setup:
+    """Parse and read everything, check names, shapes and sizes; nothing heavy is imported."""
+    limits = limits or Limits()
+    const = list(dict.fromkeys(const))
+    parsed = parse_expression(expression, limits, given=frozenset(values))
+    check_names(parsed, values, const)
+    check_dtype(dtype)
+    default_rtol, default_atol = TOLERANCES[dtype]
+    random = RandomSource(secrets.randbelow(2**31) if seed is None else seed, dtype)
+    arrays = {name: read_value(values[name], limits, random) for name in parsed.variables}
+    shapes = program_shapes(parsed, {n: a.shape for n, a in arrays.items()}, limits)
+    out_shape = infer_shape(parsed.root, shapes, limits)
+    return Setup(
+        expression=parsed,
+        arrays=arrays,
+        shapes=shapes,
+        out_shape=out_shape,
+        weights=_weights(weights, arrays, out_shape, limits, random),
+        differentiate=frozenset(n for n in parsed.variables if n not in const),
+        dtype=dtype,
+        device=device,
+        rtol=default_rtol if rtol is None else rtol,
+        atol=default_atol if atol is None else atol,
+        limits=limits,
+        random=random,
+    )
+
+
+@dataclass
+class Run:
+    """The torch objects of one run: leaves, the weights tensor, the inputs as autograd saw them."""
+
+    setup: Setup
+    leaves: dict[str, torch.Tensor]
+    weight_tensor: torch.Tensor | None
+    seen: dict[str, np.ndarray]  # inputs rounded to the dtype, widened to float64
+    seen_weights: np.ndarray
+    device: torch.device
+
+    def forward(self) -> Trace:
+        from autogradcli import computation
+        from autogradcli.devices import resolve_dtype
+
+        dtype = resolve_dtype(self.setup.dtype)
+        return computation.forward(self.setup.expression, self.leaves, dtype, self.device)
+
+    def weights(self) -> torch.Tensor | None:
+        """A fresh copy each time: backward may hand the weights tensor itself to a leaf's
+        .grad (sum of a 0-d input), and later passes would then accumulate into it."""
+        return None if self.weight_tensor is None else self.weight_tensor.clone()
+
+
+def start(setup: Setup) -> Run:
+    """Load torch, make the leaf tensors on the device."""
+    from autogradcli import computation
+    from autogradcli.devices import resolve_device, resolve_dtype
+
+    torch_dtype = resolve_dtype(setup.dtype)
+    torch_device = resolve_device(setup.device)
+    leaves = {
+        name: computation.make_leaf(
+            setup.arrays[name], torch_dtype, torch_device, name in setup.differentiate
+        )
+        for name in setup.expression.variables
+    }
+    weight_tensor = (
+        None
+        if setup.weights is None
+        else computation.make_leaf(setup.weights, torch_dtype, torch_device, False)
+    )
+    seen = {name: computation.to_numpy(leaf) for name, leaf in leaves.items()}
+    seen_weights = (
+        np.ones(setup.out_shape) if weight_tensor is None else computation.to_numpy(weight_tensor)
+    )
+    return Run(setup, leaves, weight_tensor, seen, seen_weights, torch_device)
+
+
+def named_tensors(expression: Expression) -> list[tuple[str, str, Node | None]]:
+    """(name, kind, node) of every named tensor: inputs, steps, then the output."""
+    named: list[tuple[str, str, Node | None]] = [(n, "input", None) for n in expression.variables]
+    named += [
+        (s.name, "output" if s.name == expression.output else "step", s.node)
+        for s in expression.steps
+    ]
+    if expression.step(expression.output) is None:
+        named.append((expression.output, "output", expression.root))
+    return named
+
+
 def compute_gradient(
     expression: str,
     values: Mapping[str, Any],
     *,
     weights: Any = None,
     repeat: int = 1,
+    same_graph: bool = False,
+    retain_graph: bool = False,
+    zero_grad: bool = False,
+    retain_grad: Iterable[str] = (),
+    inspect: bool = False,
+    explain: bool = False,
     const: Iterable[str] = (),
     device: str = "auto",
     dtype: str = "float32",
@@ -57,94 +203,126 @@ def compute_gradient(
     seed: int | None = None,
     limits: Limits | None = None,
 ) -> GradResult:
-    """Gradients of ``expression`` at ``values`` by autograd, checked against SymPy.
+    """Gradients of ``expression`` (or a program of steps) at ``values`` by autograd,
+    checked against SymPy.
 
     ``values`` maps each variable to a value (text such as ``"ones(2,2)"``, a number, a
     list or an array); a ``None`` value counts as missing. ``weights`` is the external
     gradient for a non-scalar output: a value, ``"ones"``, or a variable's name.
+    ``repeat`` passes rebuild the graph each time, or reuse one graph with
+    ``same_graph`` (``retain_graph`` keeps it alive); ``zero_grad`` clears ``.grad``
+    between passes. ``retain_grad`` names steps (or ``all``) whose ``.grad`` to keep;
+    it and ``inspect`` fill ``result.tensors``. ``explain`` records the first backward
+    pass node by node (``result.explanation``).
     """
-    limits = limits or Limits()
-    const = list(dict.fromkeys(const))
-    parsed = parse_expression(expression, limits, given=frozenset(values))
-    check_names(parsed, values, const)
     if repeat < 1:
         raise VariableError(f"--repeat must be at least 1, not {repeat}")
-    check_dtype(dtype)
-    default_rtol, default_atol = TOLERANCES[dtype]
-    rtol = default_rtol if rtol is None else rtol
-    atol = default_atol if atol is None else atol
-    seed = secrets.randbelow(2**31) if seed is None else seed
-    random = RandomSource(seed, dtype)
-
-    arrays = {name: read_value(values[name], limits, random) for name in parsed.variables}
-    shapes = {name: a.shape for name, a in arrays.items()}
-    out_shape = infer_shape(parsed.root, shapes, limits)
-    weight_array = _weights(weights, arrays, out_shape, limits, random)
-    differentiate = frozenset(n for n in parsed.variables if n not in const)
-    if not differentiate:
+    if retain_graph and not same_graph:
         raise VariableError(
-            "nothing to differentiate: the expression has no variable that requires grad"
-            + (" (all are --const)" if parsed.variables else "; add one, e.g. 2*x with --x 3")
+            "--retain-graph only matters when backward runs again on the same graph; "
+            "add --same-graph (with --repeat 2 or more)"
         )
+    setup = prepare(
+        expression,
+        values,
+        weights=weights,
+        const=const,
+        device=device,
+        dtype=dtype,
+        rtol=rtol,
+        atol=atol,
+        seed=seed,
+        limits=limits,
+    )
+    parsed = setup.expression
+    retained = _retained(parsed, list(retain_grad))
+    inspect = inspect or bool(retained)
 
     # Everything above is cheap validation; torch and sympy load only from here on.
     from autogradcli import computation
-    from autogradcli.devices import resolve_device, resolve_dtype
-    from autogradcli.symbolic import SymbolicModel
+    from autogradcli.symbolic import SymbolicModel, chain_rule
 
-    torch_dtype = resolve_dtype(dtype)
-    torch_device = resolve_device(device)
-    leaves = {
-        name: computation.make_leaf(arrays[name], torch_dtype, torch_device, name in differentiate)
-        for name in parsed.variables
-    }
-    weight_tensor = (
-        None
-        if weight_array is None
-        else computation.make_leaf(weight_array, torch_dtype, torch_device, False)
-    )
-    # SymPy sees the inputs as autograd saw them: rounded to --dtype, then widened to float64.
-    seen = {name: computation.to_numpy(leaf) for name, leaf in leaves.items()}
-    seen_weights = (
-        np.ones(out_shape) if weight_tensor is None else computation.to_numpy(weight_tensor)
-    )
-    out = None
+    run = start(setup)
+    differentiate = setup.differentiate
+    ordered = [n for n in parsed.variables if n in differentiate]
+    trace = first = recorder = None
     snapshots: list[dict[str, np.ndarray]] = []
-    for _ in range(repeat):
-        out = computation.forward(parsed.root, leaves, torch_dtype, torch_device)
-        # A fresh copy each pass: backward may hand the weights tensor itself to a leaf's .grad
-        # (sum of a 0-d input), and later passes would then accumulate into the weights.
-        computation.backward(out, None if weight_tensor is None else weight_tensor.clone())
-        snapshots.append({n: computation.to_numpy(leaves[n].grad) for n in differentiate})
-    assert out is not None
-    model = SymbolicModel(parsed, shapes, limits)
-    expected = model.evaluate(seen, seen_weights, differentiate)
+    retained_snapshots: list[dict[str, np.ndarray | None]] = []
+    for index in range(1, repeat + 1):
+        if trace is None or not same_graph:
+            trace = run.forward()
+            for name in retained:
+                _tensor(trace, name).retain_grad()
+        context = f"backward pass {index} on the same graph: " if index > 1 and same_graph else ""
+        if index == 1 and explain:
+            from autogradcli.explain import attach
 
-    output = computation.to_numpy(out)
+            first, recorder = trace, attach(trace.out)
+        try:
+            computation.backward(trace.out, run.weights(), retain_graph, context)
+        finally:
+            if recorder is not None:
+                recorder.remove()
+        snapshots.append({n: computation.to_numpy(run.leaves[n].grad) for n in ordered})
+        retained_snapshots.append({n: _grad(_tensor(trace, n)) for n in retained})
+        if zero_grad and index < repeat:
+            for leaf in run.leaves.values():
+                leaf.grad = None  # what optimizer.zero_grad() does (set_to_none=True)
+            for name in retained:
+                _tensor(trace, name).grad = None
+    assert trace is not None
+    model = SymbolicModel(parsed, setup.shapes, setup.limits)
+    expected = model.evaluate(run.seen, run.seen_weights, differentiate)
+    rtol, atol = setup.rtol, setup.atol
+
+    output = computation.to_numpy(trace.out)
     output_check = compare(output, expected.output, rtol, atol)
+
+    def times(index: int, kept_across_passes: bool) -> int:
+        return 1 if zero_grad or not kept_across_passes else index
+
     passes = []
     for index, grads in enumerate(snapshots, start=1):
-        want = {n: index * expected.grads[n] for n in differentiate}
+        want = {n: times(index, True) * expected.grads[n] for n in ordered}
         agree = all(
-            compare(grads[n], want[n], rtol, atol, expected.kinks[n]).agree for n in differentiate
+            compare(grads[n], want[n], rtol, atol, expected.kinks[n]).agree for n in ordered
         )
         passes.append(PassResult(index, grads, want, agree))
 
     variables = {}
     for name in parsed.variables:
-        result = VariableResult(name, seen[name], requires_grad=name in differentiate)
+        result = VariableResult(name, run.seen[name], requires_grad=name in differentiate)
         if name in differentiate:
             final, want = snapshots[-1][name], passes[-1].expected[name]
             check = compare(final, want, rtol, atol, expected.kinks[name])
             result.grad, result.expected = final, want
             result.derivative = model.derivative_text(name)
+            result.chain = chain_rule(parsed, setup.shapes, name, setup.limits)
             result.max_abs_error, result.agree = check.max_abs_error, check.agree
             result.notes = _notes(expected.kink_notes[name], check.excluded, want)
         variables[name] = result
 
+    notes = []
+    if same_graph and not retain_graph and repeat > 1:
+        notes.append(
+            f"backward() ran {repeat} times on one graph without retain_graph=True and PyTorch "
+            "did not raise: no node of this graph saved a tensor for backward, so nothing was "
+            "freed (a product of two tensors such as x*x would fail)"
+        )
+    explanation = None
+    if explain and first is not None and recorder is not None:
+        from autogradcli.explain import explain as explain_pass
+
+        explanation = explain_pass(run, first, recorder, model, expected, snapshots[0])
+    tensors = None
+    if inspect:
+        final_retained = retained_snapshots[-1]
+        scale = times(repeat, same_graph)
+        tensors = _inspect(run, trace, model, variables, retained, final_retained, scale)
+
     return GradResult(
         expression=expression,
-        device=str(torch_device),
+        device=str(run.device),
         dtype=dtype,
         rtol=rtol,
         atol=atol,
@@ -154,9 +332,125 @@ def compute_gradient(
         output_agree=output_check.agree,
         variables=variables,
         passes=passes,
-        weights=None if weight_tensor is None else seen_weights,
-        seed=seed if random.used else None,
+        weights=None if run.weight_tensor is None else run.seen_weights,
+        seed=setup.random.seed if setup.random.used else None,
+        output_name=parsed.output,
+        mode=_mode(repeat, same_graph, retain_graph, zero_grad),
+        zero_grad=zero_grad,
+        notes=notes,
+        tensors=tensors,
+        explanation=explanation,
     )
+
+
+def _mode(repeat: int, same_graph: bool, retain_graph: bool, zero_grad: bool) -> str:
+    if repeat == 1:
+        return "one pass"
+    how = (
+        "backward() again on the same graph" + (" (retain_graph=True)" if retain_graph else "")
+        if same_graph
+        else "forward + backward each pass (a new graph)"
+    )
+    then = "; .grad zeroed between passes (zero_grad)" if zero_grad else "; .grad accumulates"
+    return how + then
+
+
+def _retained(expression: Expression, names: list[str]) -> list[str]:
+    """The non-leaf names whose gradient to keep; ``all`` means every step and the output."""
+    intermediate = [n for n, kind, _ in named_tensors(expression) if kind != "input"]
+    if "all" in names:
+        return intermediate
+    for name in names:
+        if name in expression.variables:
+            raise VariableError(
+                f"'{name}' is an input (a leaf tensor): its .grad is kept anyway; --retain-grad "
+                f"is for steps and the output: {', '.join(intermediate)}"
+            )
+        if name not in intermediate:
+            raise VariableError(
+                f"--retain-grad {name}: no step or output named '{name}' (choose from "
+                f"{', '.join(intermediate)}, or all)"
+            )
+    return list(dict.fromkeys(names))
+
+
+def _tensor(trace: Trace, name: str) -> torch.Tensor:
+    return trace.steps.get(name, trace.out)
+
+
+def _grad(tensor: torch.Tensor) -> np.ndarray | None:
+    from autogradcli.computation import to_numpy
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grad = tensor.grad
+    return None if grad is None else to_numpy(grad)
+
+
+def _inspect(
+    run: Run,
+    trace: Trace,
+    model: SymbolicModel,
+    variables: dict[str, VariableResult],
+    retained: list[str],
+    retained_grads: dict[str, np.ndarray | None],
+    scale: int,
+) -> list[TensorResult]:
+    """Each named tensor as PyTorch has it after the last pass, checked against SymPy."""
+    from autogradcli.computation import to_numpy
+    from autogradcli.symbolic import SymbolicModel
+
+    setup = run.setup
+    rtol, atol = setup.rtol, setup.atol
+    rows = []
+    for name, kind, node in named_tensors(setup.expression):
+        tensor = run.leaves[name] if kind == "input" else _tensor(trace, name)
+        row = TensorResult(
+            name=name,
+            kind=kind,
+            value=to_numpy(tensor),
+            requires_grad=tensor.requires_grad,
+            is_leaf=tensor.is_leaf,
+            grad_fn=None if tensor.grad_fn is None else type(tensor.grad_fn).__name__,
+        )
+        if node is not None:
+            row.value_expected = model.value(node, run.seen)
+            check = compare(row.value, row.value_expected, rtol, atol)
+            row.value_agree = check.agree
+        if kind == "input" and name in variables and variables[name].requires_grad:
+            row.grad, row.grad_expected = variables[name].grad, variables[name].expected
+            row.grad_agree = variables[name].agree
+        elif name in retained and node is not None and tensor.requires_grad:
+            row.grad = retained_grads[name]
+            target = f"@{name}"
+            shapes = {**setup.shapes, target: row.value.shape}
+            sub = SymbolicModel(cut(setup.expression, node, target), shapes, setup.limits)
+            expected = sub.evaluate(
+                {**run.seen, target: row.value_expected}, run.seen_weights, frozenset({target})
+            )
+            row.grad_expected = scale * expected.grads[target]
+            if row.grad is not None:
+                check = compare(row.grad, row.grad_expected, rtol, atol, expected.kinks[target])
+                row.grad_agree = check.agree
+        else:
+            row.grad_note = _why_no_grad(tensor)
+        rows.append(row)
+    return rows
+
+
+def _why_no_grad(tensor: torch.Tensor) -> str:
+    """Read ``.grad`` as PyTorch does and say why it is None."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        grad = tensor.grad
+    assert grad is None
+    if not tensor.requires_grad:
+        return "requires_grad=False: autograd does not track this tensor"
+    for warning in caught:
+        entry = lookup(str(warning.message))
+        if entry is not None:
+            return f"not a leaf: {entry.why}; {entry.fix}"
+    return "not a leaf: PyTorch keeps .grad only for leaf tensors"
 
 
 def _weights(
@@ -166,23 +460,14 @@ def _weights(
     limits: Limits,
     random: RandomSource,
 ) -> np.ndarray | None:
-    """The external gradient as an array of the output's shape, or None for backward()."""
+    """The external gradient as an array (PyTorch checks its shape), or None for backward()."""
     if spec is None:
-        if int(np.prod(out_shape)) != 1:
-            raise ShapeError(NON_SCALAR.format(shape=list(out_shape)))
         return None
     if isinstance(spec, str) and spec.strip() == "ones":
         return np.ones(out_shape)
     if isinstance(spec, str) and spec.strip() in arrays:
-        weights = arrays[spec.strip()]
-    else:
-        weights = read_value(spec, limits, random)
-    if weights.shape != out_shape:
-        raise ShapeError(
-            f"--weights has shape {list(weights.shape)} but the output has shape "
-            f"{list(out_shape)}; they must be the same (or use --weights ones)"
-        )
-    return weights
+        return arrays[spec.strip()]
+    return read_value(spec, limits, random)
 
 
 def _notes(kink_notes: set[str], excluded: int, expected: np.ndarray) -> list[str]:

@@ -2,45 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from autogradcli.render_cells import BAD, OK, error_text, format_array, mark
 from autogradcli.result import GradResult
-
-OK, BAD = "✓", "✗"
-
-
-def format_array(array: np.ndarray | None) -> str:
-    """A number as ``93`` or ``4.5``; a tensor as nested rows, summarised when large."""
-    if array is None:
-        return "None"
-    array = np.asarray(array, dtype=np.float64)
-    if array.ndim == 0:
-        return _number(float(array))
-    return np.array2string(
-        array,
-        separator=", ",
-        formatter={"float_kind": _number},
-        threshold=100,
-        edgeitems=3,
-        max_line_width=60,
-    )
-
-
-def _number(value: float) -> str:
-    return f"{value:.6g}"
-
-
-def _mark(agree: bool | None) -> Text:
-    if agree is None:
-        return Text("—")
-    return Text(OK, style="bold green") if agree else Text(BAD, style="bold red")
-
-
-def _error(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3g}"
 
 
 def render(result: GradResult) -> Group:
@@ -60,10 +27,24 @@ def render(result: GradResult) -> Group:
         parts.append(Text(f"external gradient (--weights): {format_array(result.weights)}"))
     parts.append(_gradient_table(result))
     for var in result.variables.values():
+        if var.chain:
+            parts.append(Text(f"chain rule: {var.chain}, expanded: {var.derivative}"))
+    for var in result.variables.values():
         for note in var.notes:
             parts.append(Text(f"note ({var.name}): {note}", style="yellow"))
+    for note in result.notes:
+        parts.append(Text(f"note: {note}", style="yellow"))
     if len(result.passes) > 1:
+        parts.append(Text(f"passes: {result.mode}"))
         parts.append(_passes_table(result))
+    if result.tensors is not None:
+        from autogradcli.render_tensors import render_tensors
+
+        parts.append(render_tensors(result.tensors))
+    if result.explanation is not None:
+        from autogradcli.render_explain import render_explanation
+
+        parts.append(render_explanation(result.explanation, result.output_name))
     parts.append(_verdict(result))
     return Group(*parts)
 
@@ -73,11 +54,11 @@ def _output_table(result: GradResult) -> Table:
     for column in ("", "value (torch)", "expected (SymPy)", "max abs error", "check"):
         table.add_column(column, overflow="fold")
     table.add_row(
-        f"out {list(result.output.shape)}",
+        f"{result.output_name} {list(result.output.shape)}",
         format_array(result.output),
         format_array(result.output_expected),
-        _error(result.output_max_abs_error),
-        _mark(result.output_agree),
+        error_text(result.output_max_abs_error),
+        mark(result.output_agree),
     )
     return table
 
@@ -102,8 +83,8 @@ def _gradient_table(result: GradResult) -> Table:
                 format_array(v.grad),
                 format_array(v.expected),
                 v.derivative or "—",
-                _error(v.max_abs_error),
-                _mark(v.agree),
+                error_text(v.max_abs_error),
+                mark(v.agree),
             )
         else:
             table.add_row(
@@ -113,26 +94,28 @@ def _gradient_table(result: GradResult) -> Table:
                 "— (requires_grad=False)",
                 "—",
                 "—",
-                _mark(None),
+                mark(None),
             )
     return table
 
 
 def _passes_table(result: GradResult) -> Table:
-    table = Table(
-        title=".grad accumulates over passes (no zero_grad)", title_justify="left", show_lines=True
-    )
+    """``.grad`` after each pass beside SymPy's expectation for that pass."""
+    table = Table(show_lines=True)
     table.add_column("pass")
     names = list(result.passes[0].grads)
     for name in names:
         table.add_column(f"{name}.grad", overflow="fold")
-        table.add_column("expected\n(pass × single)", overflow="fold")
+        table.add_column(
+            "expected (SymPy)\n" + ("single" if result.zero_grad else "pass × single"),
+            overflow="fold",
+        )
     table.add_column("check")
     for p in result.passes:
         cells = [str(p.index)]
         for name in names:
             cells += [format_array(p.grads[name]), format_array(p.expected[name])]
-        table.add_row(*cells, _mark(p.agree))
+        table.add_row(*cells, mark(p.agree))
     return table
 
 
@@ -142,6 +125,9 @@ def _verdict(result: GradResult) -> Text:
     failing = [n for n, v in result.variables.items() if v.agree is False]
     if not result.output_agree:
         failing.insert(0, "output")
+    failing += [f"tensor {t.name}" for t in result.tensors or () if t.agree is False]
+    if result.explanation is not None and not result.explanation.agree:
+        failing.append("a node of the backward pass")
     what = ", ".join(failing) or "a pass"
     return Text(f"{BAD} autograd and SymPy disagree: {what}", style="bold red")
 

@@ -11,6 +11,7 @@ here comes from ``sympy.diff``; nothing is taken from PyTorch.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from functools import reduce
@@ -29,7 +30,9 @@ from autogradcli.expression import (
     Num,
     Shape,
     Unary,
+    direct_inputs,
     infer_shape,
+    program_shapes,
     unparse,
 )
 from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS, REDUCTIONS
@@ -61,11 +64,13 @@ class SymbolicModel:
         self, expression: Expression, shapes: dict[str, Shape], limits: Limits | None = None
     ) -> None:
         self.limits = limits or Limits()
-        self.shapes = shapes
+        self.expression = expression
+        self.shapes = program_shapes(expression, shapes, self.limits)
         self.symbols = {name: sp.Symbol(name, real=True) for name in expression.variables}
         self.reductions: dict[sp.Symbol, Block] = {}
+        self._steps: dict[str, sp.Expr] = {}
         self.output = Block(
-            self._build(expression.root), infer_shape(expression.root, shapes, self.limits)
+            self._build(expression.root), infer_shape(expression.root, self.shapes, self.limits)
         )
         self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
 
@@ -75,6 +80,11 @@ class SymbolicModel:
         if isinstance(node, Name):
             if node.id in self.symbols:
                 return self.symbols[node.id]
+            step = self.expression.step(node.id)
+            if step is not None:  # a program's steps are substituted
+                if node.id not in self._steps:
+                    self._steps[node.id] = self._build(step.node)
+                return self._steps[node.id]
             return getattr(sp, CONSTANTS[node.id][1])
         if isinstance(node, Unary):
             inner = self._build(node.operand)
@@ -131,6 +141,15 @@ class SymbolicModel:
         inner = self.reductions[reduction].expr.free_symbols
         return symbol in inner or any(self._uses(r, symbol) for r in inner if r in self.reductions)
 
+    def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
+        """SymPy's value of any subtree (a step, an operation) at ``values``, in float64."""
+        expr = self._build(node)
+        env: dict[sp.Symbol, np.ndarray] = {self.symbols[n]: v for n, v in values.items()}
+        with np.errstate(all="ignore"):
+            self._reduce_all(expr, env)
+            result = evaluate_numeric(expr, env)
+        return np.array(np.broadcast_to(result, infer_shape(node, self.shapes, self.limits)))
+
     def evaluate(
         self,
         values: dict[str, np.ndarray],
@@ -180,7 +199,7 @@ class SymbolicModel:
             derivative = self.derivative(block, symbol)
             local = np.broadcast_to(evaluate_numeric(derivative, env), block.shape)
             contribution = upstream * local
-            kink_mask, notes = _kinks(derivative, env, block.shape)
+            kink_mask, notes = find_kinks(derivative, env, block.shape)
             if symbol in names:
                 name = names[symbol]
                 shape = self.shapes[name]
@@ -216,7 +235,7 @@ def reduce_to_shape(array: np.ndarray, shape: Shape, ufunc: np.ufunc = np.add) -
     return np.array(np.broadcast_to(out, shape))
 
 
-def _kinks(
+def find_kinks(
     derivative: sp.Expr, env: dict[sp.Symbol, np.ndarray], shape: Shape
 ) -> tuple[np.ndarray, set[str]]:
     """Where a jump function in ``derivative`` sits exactly at its jump, and which note applies."""
@@ -297,3 +316,53 @@ def _to_float(number: sp.Expr) -> float:
         return float(number)
     except (OverflowError, TypeError):
         return math.copysign(math.inf, 1 if number.is_positive else -1)
+
+
+MAX_CHAIN_PATHS = 6
+
+
+def chain_rule(
+    expression: Expression, shapes: dict[str, Shape], name: str, limits: Limits | None = None
+) -> str | None:
+    """The chain rule over a program's steps for input ``name``, e.g.
+    ``∂out/∂z·∂z/∂y·∂y/∂x = (1/4)·(6*y)·(1)``; each factor is SymPy's derivative of one
+    step with respect to one of its direct inputs. None for a plain expression."""
+    if not expression.steps:
+        return None
+    limits = limits or Limits()
+    all_shapes = program_shapes(expression, shapes, limits)
+    units = {s.name: s.node for s in expression.steps}
+    if expression.output not in units:
+        units[expression.output] = expression.root
+    local: dict[tuple[str, str], str] = {}
+
+    def factor(unit: str, wrt: str) -> str:
+        if (unit, wrt) not in local:
+            node = units[unit]
+            inputs = tuple(n for n in direct_inputs(node) if n in all_shapes)
+            step = Expression(unparse(node), node, inputs)
+            model = SymbolicModel(step, {n: all_shapes[n] for n in inputs}, limits)
+            local[(unit, wrt)] = model.derivative_text(wrt)
+        return local[(unit, wrt)]
+
+    paths: list[list[str]] = []
+
+    def walk_paths(unit: str, path: list[str]) -> None:
+        for used in direct_inputs(units[unit]):
+            if len(paths) > MAX_CHAIN_PATHS:
+                return
+            if used == name:
+                paths.append([*path, unit, name])
+            elif used in units:
+                walk_paths(used, [*path, unit])
+
+    walk_paths(expression.output, [])
+    if all(len(p) == 2 for p in paths):  # no step between the output and the input
+        return None
+    if len(paths) > MAX_CHAIN_PATHS:
+        return f"more than {MAX_CHAIN_PATHS} paths from {expression.output} to {name}"
+    names = " + ".join("·".join(f"∂{a}/∂{b}" for a, b in itertools.pairwise(p)) for p in paths)
+    values = " + ".join(
+        "·".join(f"({factor(a, b)})" for a, b in itertools.pairwise(p)) for p in paths
+    )
+    return f"∂{expression.output}/∂{name} = {names} = {values}"

@@ -72,24 +72,32 @@ ERRORS = [
     ),
     (
         ["x", "--x", "2", "--const", "x"],
-        "Error: nothing to differentiate: the expression has no variable that requires grad "
-        "(all are --const)",
+        "Error: PyTorch: element 0 of tensors does not require grad and does not have a grad_fn. "
+        "Why: the output depends on no tensor with requires_grad=True, so no graph was recorded "
+        "for backward() to walk. Fix: let an input require grad: drop its --const, or use a "
+        "variable in the expression.",
     ),
     (
         ["2*3"],
-        "Error: nothing to differentiate: the expression has no variable that requires "
-        "grad; add one, e.g. 2*x with --x 3",
+        "Error: PyTorch: element 0 of tensors does not require grad and does not have a grad_fn. "
+        "Why: the output depends on no tensor with requires_grad=True, so no graph was recorded "
+        "for backward() to walk. Fix: let an input require grad: drop its --const, or use a "
+        "variable in the expression.",
     ),
     (
         ["x**2", "--x", "ones(2,2)"],
-        "Error: the output has shape [2, 2], and PyTorch's backward() needs an external gradient "
-        "for it (grad can be implicitly created only for scalar outputs); pass --weights ones (or "
-        "weights of that shape), or wrap the expression in sum(...) or mean(...)",
+        "Error: the output has shape [2, 2]: PyTorch: grad can be implicitly created only for "
+        "scalar outputs. Why: backward() with no argument supplies the external gradient 1, "
+        "which only fits a one-element output; a tensor output needs weights w for the "
+        "vector-Jacobian product J^T w. Fix: pass --weights ones (or weights of the output's "
+        "shape), or reduce the output with sum(...) or mean(...).",
     ),
     (
         ["x**2", "--x", "ones(2,2)", "--weights", "[1,2]"],
-        "Error: --weights has shape [2] but the output has shape [2, 2]; they must be the same "
-        "(or use --weights ones)",
+        "Error: PyTorch: Mismatch in shape: grad_output[0] has a shape of torch.Size([2]) and "
+        "output[0] has a shape of torch.Size([2, 2]). Why: the weights w in backward(w) must "
+        "have exactly the output's shape, one weight per output element. Fix: give --weights "
+        "the output's shape, or use --weights ones.",
     ),
     (
         ["x+y", "--x", "[1,2]", "--y", "[1,2,3]"],
@@ -257,7 +265,7 @@ def test_rich_report_has_header_table_passes_and_verdict():
     )
     assert re.search(r"^ out \[\]\s+27\s+27\s+0\s+✓", out, flags=re.M)
     assert "3*x/2 + 3" in out
-    assert ".grad accumulates over passes (no zero_grad)" in out
+    assert "passes: forward + backward each pass (a new graph); .grad accumulates" in out
     assert "[[4.5, 4.5]," in out and "[[9, 9]," in out
     assert out.rstrip().endswith("✓ autograd and SymPy agree")
 

@@ -69,8 +69,20 @@ def test_unparse_round_trips(text):
         ("sin(x=1)", "sin() takes exactly one argument"),
         ("sum(*x)", "sum() takes exactly one argument"),
         ("(x).sin()", "only plain function names can be called"),
-        ("x = 1", "cannot parse the expression"),
-        ("import os", "cannot parse the expression"),
+        ("import os", "import statements cannot be used; a program is steps NAME = EXPR"),
+        ("y = x; y += 1; y", "augmented assignments (+= and the like) cannot be used"),
+        ("for i in x: y = i", "loops cannot be used"),
+        ("def f(): pass", "function definitions cannot be used"),
+        ("y = x + 1; y = y*2", "'y' is assigned twice; steps are not reassigned"),
+        ("z = y*2; y = x + 1; z", "'y' is used in 'z = y*2' before it is assigned"),
+        ("y = y + 1", "'y' is used in 'y = y + 1' before it is assigned"),
+        ("y = x + 1; x*2", "step 'y' is never used; use it in a later step or remove it"),
+        ("x*2; x*3", "'x * 2' is computed but not used: only the last line may be a bare"),
+        ("sin = x; sin*2", "cannot assign to 'sin': it is a function"),
+        ("pi = x; pi*2", "cannot assign to 'pi': it is a constant"),
+        ("a, b = x, 1; a", "cannot assign in 'a, b = (x, 1)': assign one plain name per step"),
+        ("y.z = x; x", "cannot assign in 'y.z = x': assign one plain name per step"),
+        ("y = x\n  z = y +\n z", "cannot parse the expression at line 2, column"),
         ("", "the expression is empty"),
         ("x\x00", "cannot parse the expression"),
         ("1/0*x", "division by zero in the constant 1/0"),
@@ -115,3 +127,23 @@ def test_huge_tower_through_the_cli_is_an_error_not_a_hang():
     run = cli("grad", "9**9**9*x", "--x", "2")
     assert run.exit_code == 2
     assert "Traceback" not in run.stderr
+
+
+def test_program_steps_in_order_with_the_last_assignment_as_output():
+    program = parse_expression("y = x + 2; z = y*y*3; out = mean(z)")
+    assert [s.name for s in program.steps] == ["y", "z", "out"]
+    assert program.variables == ("x",)
+    assert program.output == "out" and program.root == Name("out")
+
+
+def test_program_on_lines_with_a_final_expression_named_out():
+    program = parse_expression("y = x**2\n    z = y**3\n    z + w")
+    assert program.variables == ("x", "w")
+    assert program.output == "out"
+    assert program.root == Binary("+", Name("z"), Name("w"))
+
+
+def test_bare_output_is_not_named_like_an_input_or_a_step():
+    assert parse_expression("out = x*2; out + 1").output == "out_"
+    assert parse_expression("out*2").output == "out_"
+    assert parse_expression("y = x*2; y").output == "y"

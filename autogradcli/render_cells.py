@@ -1,0 +1,39 @@
+"""Cell text shared by the renderers: numbers, tensors, check marks."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+
+OK, BAD = "✓", "✗"
+
+
+def format_array(array: np.ndarray | None) -> str:
+    """A number as ``93`` or ``4.5``; a tensor as nested rows, summarised when large."""
+    if array is None:
+        return "None"
+    array = np.asarray(array, dtype=np.float64)
+    if array.ndim == 0:
+        return _number(float(array))
+    return np.array2string(
+        array,
+        separator=", ",
+        formatter={"float_kind": _number},
+        threshold=100,
+        edgeitems=3,
+        max_line_width=60,
+    )
+
+
+def _number(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def mark(agree: bool | None) -> Text:
+    if agree is None:
+        return Text("—")
+    return Text(OK, style="bold green") if agree else Text(BAD, style="bold red")
+
+
+def error_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"

@@ -1,0 +1,35 @@
+"""Render ``--inspect``: each named tensor as PyTorch holds it, like printing its attributes."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from autogradcli.render_cells import format_array, mark
+from autogradcli.result import TensorResult
+
+
+def render_tensors(tensors: list[TensorResult]) -> RenderableType:
+    """One row per tensor (data, requires_grad, is_leaf, grad_fn, grad), then why a grad is None."""
+    table = Table(
+        title="tensors after the last pass (value and .grad checked against SymPy)",
+        title_justify="left",
+        show_lines=True,
+    )
+    for column in ("tensor", "data", "requires_grad", "is_leaf", "grad_fn", "grad", "check"):
+        table.add_column(column, overflow="fold")
+    notes: list[RenderableType] = []
+    for t in tensors:
+        table.add_row(
+            f"{t.name}\n{t.kind} {list(t.value.shape)}",
+            format_array(t.value),
+            str(t.requires_grad),
+            str(t.is_leaf),
+            str(t.grad_fn),
+            format_array(t.grad),
+            mark(t.agree),
+        )
+        if t.grad_note:
+            notes.append(Text(f"{t.name}.grad is None: {t.grad_note}", style="yellow"))
+    return Group(table, *notes)
