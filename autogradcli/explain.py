@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 import torch
+from torch.autograd.graph import get_gradient_edge
 
 from autogradcli.compare import compare
 from autogradcli.computation import Trace, to_numpy
@@ -77,10 +78,10 @@ class Recorder:
 def attach(out: torch.Tensor) -> Recorder:
     """Register a hook on each node of ``out``'s graph (call before ``backward``)."""
     recorder = Recorder()
-    if out.grad_fn is None:
+    if not out.requires_grad:
         return recorder
     seen: set[int] = set()
-    stack = [out.grad_fn]
+    stack = [get_gradient_edge(out).node]  # grad_fn, or AccumulateGrad for a leaf output
     while stack:
         fn = stack.pop()
         if id(fn) in seen:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.autograd.graph import get_gradient_edge
 
 from autogradcli.computation import Trace
 from autogradcli.errors import ComputationError, DeviceError
@@ -113,7 +114,9 @@ def leaf_names(leaves: dict[str, torch.Tensor]) -> dict[int, str]:
 
 def build_graph(expression: Expression, trace: Trace, leaves: dict[str, torch.Tensor]) -> Graph:
     """Walk PyTorch's graph from ``trace.out.grad_fn``, each node once, numbered as found."""
-    root = trace.out.grad_fn
+    out = trace.out
+    # a leaf output (``x`` alone) has no grad_fn: backward() goes straight to its AccumulateGrad
+    root = get_gradient_edge(out).node if out.requires_grad else None
     if root is None:
         raise ComputationError(
             "the output has no grad_fn: nothing it depends on requires grad, so PyTorch "

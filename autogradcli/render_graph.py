@@ -42,9 +42,9 @@ def render_graph(graph: Graph) -> Group:
             else:
                 children.append((nodes[target], branch.add(_label(nodes[target]))))
         stack.extend(reversed(children))
+    count = f"{len(graph.nodes)} node" + ("" if len(graph.nodes) == 1 else "s")
     title = Text(
-        f"backward graph of {graph.output}: {len(graph.nodes)} nodes, walked from the top by "
-        "backward()",
+        f"backward graph of {graph.output}: {count}, walked from the top by backward()",
         style="bold",
     )
     return Group(title, tree)

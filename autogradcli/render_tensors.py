@@ -19,7 +19,7 @@ def render_tensors(tensors: list[TensorResult]) -> RenderableType:
     )
     for column in ("tensor", "data", "requires_grad", "is_leaf", "grad_fn", "grad", "check"):
         table.add_column(column, overflow="fold")
-    notes: list[RenderableType] = []
+    reasons: dict[str, list[str]] = {}
     for t in tensors:
         table.add_row(
             f"{t.name}\n{t.kind} {list(t.value.shape)}",
@@ -31,5 +31,9 @@ def render_tensors(tensors: list[TensorResult]) -> RenderableType:
             mark(t.agree),
         )
         if t.grad_note:
-            notes.append(Text(f"{t.name}.grad is None: {t.grad_note}", style="yellow"))
+            reasons.setdefault(t.grad_note, []).append(f"{t.name}.grad")
+    notes = [
+        Text(f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} None: {why}", style="yellow")
+        for why, names in reasons.items()
+    ]
     return Group(table, *notes)
