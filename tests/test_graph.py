@@ -1,0 +1,219 @@
+"""`autograd-cli graph`: the backward graph PyTorch built, compared with the graph PyTorch
+builds for the same line typed as Python (node names and structure)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.autograd.graph import get_gradient_edge
+
+from tests.conftest import cli
+
+Tree = Any  # (grad_fn name, leaf name or None, [children]) or None for an edge without gradient
+
+
+def python_tree(out: torch.Tensor, names: dict[int, str]) -> Tree:
+    """PyTorch's own graph of ``out``, as nested tuples (recursion is fine for small lines)."""
+
+    def walk(fn: Any) -> Tree:
+        if fn is None:
+            return None
+        variable = getattr(fn, "variable", None)
+        leaf = None if variable is None else names[id(variable)]
+        return (type(fn).__name__, leaf, [walk(nxt) for nxt, _ in fn.next_functions])
+
+    return walk(get_gradient_edge(out).node)
+
+
+def cli_tree(doc: dict[str, Any]) -> Tree:
+    """The same nested form, built from ``graph --json``."""
+    nodes = {n["id"]: n for n in doc["nodes"]}
+
+    def walk(node_id: int | None) -> Tree:
+        if node_id is None:
+            return None
+        node = nodes[node_id]
+        return (node["grad_fn"], node["leaf"], [walk(k) for k in node["next"]])
+
+    return walk(doc["root"])
+
+
+def leaves(**values: Any) -> dict[str, torch.Tensor]:
+    return {n: torch.tensor(v, requires_grad=True) for n, v in values.items()}
+
+
+def graph_json(*args: str) -> dict[str, Any]:
+    run = cli("graph", *args, "--json")
+    assert run.exit_code == 0, run.stderr
+    return run.json()
+
+
+def seed000(t: dict[str, torch.Tensor]) -> torch.Tensor:
+    y = t["x"] + 2
+    z = y * y * 3
+    return z.mean()
+
+
+CASES = [
+    ("y = x + 2; z = y*y*3; out = mean(z)", {"x": [[1.0, 1.0], [1.0, 1.0]]}, seed000),
+    ("y*y*3", {"y": 2.0}, lambda t: t["y"] * t["y"] * 3),
+    ("x - y", {"x": 1.0, "y": 2.0}, lambda t: t["x"] - t["y"]),
+    ("2/x", {"x": 2.0}, lambda t: 2 / t["x"]),
+    ("x/y", {"x": 1.0, "y": 2.0}, lambda t: t["x"] / t["y"]),
+    ("-x + sin(x)*exp(y)", {"x": 1.0, "y": 2.0}, lambda t: -t["x"] + t["x"].sin() * t["y"].exp()),
+    ("x**2 + y**3", {"x": [2.0, 2.0], "y": [4.0, 4.0]}, lambda t: t["x"] ** 2 + t["y"] ** 3),
+    ("x / sum(x)", {"x": [1.0, 2.0]}, lambda t: t["x"] / t["x"].sum()),
+    (
+        "10 - (w1*a + w2*a)",
+        {"a": 4.0, "w1": 2.0, "w2": 5.0},
+        lambda t: 10 - (t["w1"] * t["a"] + t["w2"] * t["a"]),
+    ),
+    ("x", {"x": 3.0}, lambda t: t["x"]),
+]
+
+
+@pytest.mark.parametrize(("text", "values", "line"), CASES, ids=[c[0] for c in CASES])
+def test_graph_is_the_one_pytorch_builds_for_the_python_line(text, values, line):
+    tensors = leaves(**values)
+    expected = python_tree(line(tensors), {id(t): n for n, t in tensors.items()})
+    args = [a for n, v in values.items() for a in (f"--{n}", str(v))]
+    assert cli_tree(graph_json(text, *args)) == expected
+
+
+def test_named_examples_of_the_issue():
+    tree = cli_tree(graph_json("y*y*3", "--y", "2"))
+    assert tree[0] == "MulBackward0" and tree[2][0][0] == "MulBackward0"  # two MulBackward0
+    assert cli_tree(graph_json("x - y", "--x", "1", "--y", "2"))[0] == "SubBackward0"
+
+
+def test_a_constant_input_is_a_none_edge_like_requires_grad_false():
+    tensors = {"x": torch.tensor(1.0, requires_grad=True), "y": torch.tensor(2.0)}
+    expected = python_tree(tensors["x"] * tensors["y"], {id(tensors["x"]): "x"})
+    assert cli_tree(graph_json("x*y", "--x", "1", "--y", "2", "--const", "y")) == expected
+
+
+def test_json_labels_steps_leaves_and_parts_of_one_operation():
+    doc = graph_json("y = x + 2; z = y*y*3; out = mean(z)", "--x", "ones(2,2)")
+    labels = [(n["grad_fn"], n["label"]) for n in doc["nodes"]]
+    assert labels == [
+        ("MeanBackward0", "out = mean(z)"),
+        ("MulBackward0", "z = y*y*3"),
+        ("MulBackward0", "y*y"),
+        ("AddBackward0", "y = x + 2"),
+        ("AccumulateGrad", "x"),
+    ]
+    assert doc["nodes"][4]["shape"] == [2, 2] and doc["written"] == []
+    parts = graph_json("2/x", "--x", "2")["nodes"]
+    assert [(n["grad_fn"], n["label"]) for n in parts[:2]] == [
+        ("MulBackward0", "out = 2/x"),
+        ("ReciprocalBackward0", "(part of out = 2/x)"),
+    ]
+
+
+def test_rich_tree(monkeypatch):
+    run = cli("graph", "y = x + 2; z = y*y*3; out = mean(z)", "--x", "ones(2,2)")
+    none = "None  (no gradient flows here: a constant or a tensor with requires_grad=False)"
+    assert run.exit_code == 0
+    assert run.stdout.splitlines() == [
+        "backward graph of out: 5 nodes, walked from the top by backward()",
+        "MeanBackward0  out = mean(z)",
+        "└── MulBackward0  z = y*y*3",
+        "    ├── MulBackward0  y*y",
+        "    │   ├── AddBackward0  y = x + 2",
+        "    │   │   ├── AccumulateGrad  x [2, 2]  → x.grad",
+        f"    │   │   └── {none}",
+        "    │   └── AddBackward0  y = x + 2  (same node as above)",
+        f"    └── {none}",
+    ]
+    leaf = cli("graph", "x", "--x", "3")
+    assert leaf.stdout.splitlines() == [
+        "backward graph of out: 1 node, walked from the top by backward()",
+        "AccumulateGrad  x []  → x.grad",
+    ]
+
+
+def test_dot_file(tmp_path):
+    path = tmp_path / "g.dot"
+    run = cli("graph", "x*y", "--x", "1", "--y", "2", "--const", "y", "--dot", str(path))
+    assert run.exit_code == 0 and run.stdout.endswith(f"wrote {path}\n")
+    assert path.read_text().splitlines() == [
+        "digraph backward {",
+        '  graph [rankdir=TB, label="backward graph of x*y"];',
+        '  node [shape=box, style="rounded,filled", fillcolor="#f5f5f5", fontname="Helvetica"];',
+        '  n0 [label="MulBackward0\\nout = x*y"];',
+        '  n1 [label="AccumulateGrad\\nx\\nshape []  → x.grad", fillcolor="#cfe8ff"];',
+        '  n0 -> n1 [label="0"];',
+        '  none1 [label="None", shape=plaintext, style="", fontsize=10];',
+        '  n0 -> none1 [label="1", style=dashed];',
+        "}",
+    ]
+
+
+def test_dot_escapes_quotes_in_labels(tmp_path):
+    from autogradcli.graph import Graph, GraphNode, to_dot
+
+    text = to_dot(Graph('a"b', "out", [GraphNode(0, "AccumulateGrad", 'x"', leaf='x"', shape=[])]))
+    assert 'label="backward graph of a\\"b"' in text and 'x\\"\\nshape' in text
+
+
+@pytest.mark.parametrize("fmt", ["svg", "png"])
+def test_image_without_graphviz_is_one_clear_error(tmp_path, monkeypatch, fmt):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` anywhere
+    run = cli("graph", "x*2", "--x", "1", f"--{fmt}", str(tmp_path / f"g.{fmt}"))
+    assert run.exit_code == 2
+    assert run.stderr == (
+        f"Error: --{fmt} needs Graphviz's 'dot' program, which is not installed; install "
+        "Graphviz (e.g. apt install graphviz, brew install graphviz) or write the DOT text "
+        "with --dot FILE and render it elsewhere\n"
+    )
+    assert not (tmp_path / f"g.{fmt}").exists()
+
+
+def fake_dot(folder: Path, body: str) -> None:
+    """A stand-in for Graphviz's ``dot`` on PATH (a shell script)."""
+    script = folder / "dot"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the fake dot is a shell script")
+def test_image_is_rendered_by_dot_from_the_dot_text(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # record the arguments, and write the DOT text it reads to the -o file
+    fake_dot(bin_dir, 'echo "$@" > "$(dirname "$0")/args"\nshift 2\ncat > "$1"\n')
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    svg, dot = tmp_path / "g.svg", tmp_path / "g.dot"
+    run = cli("graph", "x*x", "--x", "2", "--svg", str(svg), "--dot", str(dot), "--json")
+    assert run.exit_code == 0, run.stderr
+    assert sorted(run.json()["written"]) == sorted([str(svg), str(dot)])
+    assert svg.read_text() == dot.read_text()
+    assert (bin_dir / "args").read_text().split() == ["-Tsvg", "-o", str(svg)]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the fake dot is a shell script")
+def test_graphviz_failure_is_one_line(tmp_path, monkeypatch):
+    fake_dot(tmp_path, 'echo "Error: syntax error in line 1" >&2\necho more >&2\nexit 1\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    run = cli("graph", "x*2", "--x", "1", "--png", str(tmp_path / "g.png"))
+    assert run.exit_code == 2
+    assert run.stderr == (
+        f"Error: Graphviz could not write {tmp_path / 'g.png'}: Error: syntax error in line 1\n"
+    )
+
+
+def test_graph_takes_the_same_arguments_and_errors_as_grad():
+    run = cli("graph", "x*2", "--x", "1", "--const", "x")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: the output has no grad_fn: nothing it depends on requires grad, so PyTorch "
+        "recorded no graph; drop --const for an input, or use a variable\n"
+    )
+    missing = cli("graph", "x*2")
+    assert missing.exit_code == 2
+    assert missing.stderr == "Error: variable 'x' needs a value, e.g. --x 2 (or --var x=2)\n"

@@ -1,0 +1,198 @@
+"""Running backward more than once: new graphs (--repeat), one graph (--same-graph) with and
+without --retain-graph, --zero-grad; and PyTorch's own errors with the glossary's explanation."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from autogradcli.glossary import GLOSSARY, explain, lookup
+from tests.conftest import cli, grad_json
+
+SEED000 = "y = x + 2; z = y*y*3; out = mean(z)"
+SECOND_BACKWARD_WHY = (
+    "Why: the first backward() freed the values the graph saved for it (such as the factors "
+    "of a multiplication), so the same graph cannot be walked again. Fix: keep them with "
+    "backward(retain_graph=True) (--retain-graph), or build a new graph by running the forward "
+    "pass again (--repeat without --same-graph)."
+)
+
+
+def pytorch_message(action: Callable[[], object]) -> str:
+    """What PyTorch itself raises (or warns) for ``action``, whitespace as the tool prints it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            action()
+        except RuntimeError as exc:
+            return " ".join(str(exc).split())
+    return " ".join(str(caught[0].message).split())
+
+
+def second_backward() -> None:
+    x = torch.tensor(3.0, requires_grad=True)
+    out = x * x
+    out.backward()
+    out.backward()
+
+
+def non_scalar() -> None:
+    (torch.tensor([1.0, 2.0], requires_grad=True) ** 2).backward()
+
+
+def nothing_requires_grad() -> None:
+    (torch.tensor(1.0) * 2).backward()
+
+
+def wrong_weights() -> None:
+    (torch.tensor([1.0, 2.0], requires_grad=True) ** 2).backward(torch.ones(3))
+
+
+def non_leaf_grad() -> None:
+    y = torch.tensor(1.0, requires_grad=True) * 2
+    y.backward()
+    assert y.grad is None
+
+
+TRIGGERS = [second_backward, non_scalar, nothing_requires_grad, wrong_weights, non_leaf_grad]
+
+
+@pytest.mark.parametrize(
+    ("entry", "trigger"),
+    list(zip(GLOSSARY, TRIGGERS, strict=True)),
+    ids=[e.title for e in GLOSSARY],
+)
+def test_each_glossary_prefix_matches_what_this_pytorch_says(entry, trigger):
+    message = pytorch_message(trigger)
+    assert lookup(message) is entry
+    assert explain(message) == (
+        f"PyTorch: {message}{'' if message.endswith('.') else '.'} "
+        f"Why: {entry.why}. Fix: {entry.fix}."
+    )
+
+
+def test_unknown_messages_are_passed_through_as_pytorch_wrote_them():
+    assert lookup("some new  error") is None
+    assert explain("some new\n  error") == "PyTorch: some new error"
+
+
+def test_repeat_builds_a_new_graph_each_pass_and_accumulates():
+    doc = grad_json(SEED000, "--x", "ones(2,2)", "--repeat", "2")
+    assert doc["mode"] == "forward + backward each pass (a new graph); .grad accumulates"
+    assert [p["grads"]["x"] for p in doc["passes"]] == [[[4.5, 4.5]] * 2, [[9.0, 9.0]] * 2]
+
+
+def test_same_graph_without_retain_graph_shows_pytorchs_error_explained():
+    run = cli("grad", SEED000, "--x", "ones(2,2)", "--repeat", "2", "--same-graph")
+    assert run.exit_code == 2 and run.stdout == ""
+    message = pytorch_message(second_backward)
+    assert message.startswith("Trying to backward through the graph a second time")
+    assert run.stderr == (
+        f"Error: backward pass 2 on the same graph: PyTorch: {message} {SECOND_BACKWARD_WHY}\n"
+    )
+    as_json = cli("grad", SEED000, "--x", "ones(2,2)", "--repeat", "2", "--same-graph", "--json")
+    assert as_json.exit_code == 2
+    assert as_json.json() == {"error": {"type": "pytorch", "message": run.stderr[7:-1]}}
+
+
+def test_same_graph_with_retain_graph_accumulates_like_seed003():
+    # seed 003: x**2 + z**3 at x=[2,2], z=[4,4], backward(ones, retain_graph=True) three times
+    x = torch.tensor([2.0, 2.0], requires_grad=True)
+    z = torch.tensor([4.0, 4.0], requires_grad=True)
+    out = x**2 + z**3
+    by_hand = []
+    for _ in range(3):
+        out.backward(torch.ones(2), retain_graph=True)
+        by_hand.append({"x": x.grad.tolist(), "z": z.grad.tolist()})
+    args = ["x**2 + z**3", "--x", "[2.0, 2.0]", "--z", "[4.0, 4.0]", "--weights", "ones"]
+    doc = grad_json(*args, "--repeat", "3", "--same-graph", "--retain-graph")
+    assert (
+        doc["mode"] == "backward() again on the same graph (retain_graph=True); .grad accumulates"
+    )
+    assert [p["grads"] for p in doc["passes"]] == by_hand
+    assert by_hand[2] == {"x": [12.0, 12.0], "z": [144.0, 144.0]}  # 3 * 2x, 3 * 3z**2
+    assert [p["expected"] for p in doc["passes"]] == by_hand and doc["agree"] is True
+
+
+def test_same_graph_rich_output():
+    run = cli("grad", SEED000, "--x", "ones(2,2)", "--repeat", "3", "--same-graph",
+              "--retain-graph")  # fmt: skip
+    assert run.exit_code == 0
+    lines = run.stdout.splitlines()
+    start = lines.index(
+        "passes: backward() again on the same graph (retain_graph=True); .grad accumulates"
+    )
+    assert "│ 3    │ [[13.5, 13.5], │ [[13.5, 13.5],   │ ✓     │" in lines[start:]
+    assert lines[-1] == "✓ autograd and SymPy agree"
+
+
+def test_same_graph_that_saved_nothing_does_not_fail_and_says_why():
+    doc = grad_json("x + 1", "--x", "3", "--repeat", "2", "--same-graph")
+    assert [p["grads"]["x"] for p in doc["passes"]] == [1.0, 2.0]
+    assert doc["notes"] == [
+        "backward() ran 2 times on one graph without retain_graph=True and PyTorch did not "
+        "raise: no node of this graph saved a tensor for backward, so nothing was freed (a "
+        "product of two tensors such as x*x would fail)"
+    ]
+    run = cli("grad", "x + 1", "--x", "3", "--repeat", "2", "--same-graph")
+    assert "PyTorch did not raise" in run.stdout.replace("\n", " ") and run.exit_code == 0
+
+
+def test_zero_grad_gives_the_single_gradient_every_pass():
+    doc = grad_json("x*x", "--x", "3", "--repeat", "3", "--zero-grad")
+    assert doc["mode"] == (
+        "forward + backward each pass (a new graph); .grad zeroed between passes (zero_grad)"
+    )
+    assert [p["grads"]["x"] for p in doc["passes"]] == [6.0, 6.0, 6.0]
+    assert [p["expected"]["x"] for p in doc["passes"]] == [6.0, 6.0, 6.0]
+    assert doc["variables"]["x"]["grad"] == 6.0
+    same = grad_json("x*x", "--x", "3", "--repeat", "2", "--zero-grad", "--same-graph",
+                     "--retain-graph")  # fmt: skip
+    assert [p["grads"]["x"] for p in same["passes"]] == [6.0, 6.0]
+
+
+def test_zero_grad_rich_header():
+    run = cli("grad", "x*x", "--x", "3", "--repeat", "2", "--zero-grad")
+    assert "│ 2    │ 6      │ 6                │ ✓     │" in run.stdout.splitlines()
+    assert "┃ pass ┃ x.grad ┃ single           ┃ check ┃" in run.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--retain-graph"],
+            "Error: --retain-graph only matters when backward runs again on the same graph; "
+            "add --same-graph (with --repeat 2 or more)\n",
+        ),
+        (
+            ["--repeat", "0"],
+            "Error: Invalid value for '--repeat': Input should be greater than or equal to 1. "
+            "See 'root grad --help'.\n",  # CliRunner's program name is 'root'
+        ),
+    ],
+)
+def test_pass_option_errors(args, message):
+    run = cli("grad", "x*x", "--x", "3", *args)
+    assert (run.exit_code, run.stdout, run.stderr) == (2, "", message)
+
+
+def test_each_glossary_entry_through_the_cli():
+    runs = {
+        "non-scalar": cli("grad", "x**2", "--x", "[1.0, 2.0]"),
+        "nothing": cli("grad", "x*2", "--x", "1", "--const", "x"),
+        "shape": cli("grad", "x**2", "--x", "[1.0, 2.0]", "--weights", "[1.0, 2.0, 3.0]"),
+    }
+    for trigger, key in ((non_scalar, "non-scalar"), (nothing_requires_grad, "nothing"),
+                         (wrong_weights, "shape")):  # fmt: skip
+        run = runs[key]
+        assert run.exit_code == 2
+        assert run.stderr.endswith(explain(pytorch_message(trigger)) + "\n"), run.stderr
+    assert runs["non-scalar"].stderr.startswith("Error: the output has shape [2]: PyTorch: grad")
+    leaf_note = cli("grad", "y = x*2; y + 1", "--x", "1", "--inspect", "--json").json()
+    entry = lookup(pytorch_message(non_leaf_grad))
+    assert entry is not None
+    assert leaf_note["tensors"]["y"]["grad_note"] == f"not a leaf: {entry.why}; {entry.fix}"
