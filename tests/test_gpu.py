@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import grad_json
+from tests.conftest import cli, grad_json
 
 pytestmark = [
     pytest.mark.gpu,
@@ -44,3 +44,39 @@ def test_cuda_weights_and_repeat():
         "cuda:0",
     )
     assert [p["grads"]["z"] for p in doc["passes"]] == [[48.0, 48.0], [96.0, 96.0], [144.0, 144.0]]
+
+
+def test_cuda_explain_inspect_and_same_graph():
+    doc = grad_json(
+        "y = x + 2; z = y*y*3; out = mean(z)",
+        "--x",
+        "ones(2,2)",
+        "--device",
+        "cuda",
+        "--explain",
+        "--retain-grad",
+        "all",
+        "--repeat",
+        "2",
+        "--same-graph",
+        "--retain-graph",
+    )
+    assert doc["device"] == "cuda:0" and doc["agree"] is True
+    assert doc["tensors"]["y"]["grad"] == [[9.0, 9.0], [9.0, 9.0]]
+    assert [n["grad_fn"][0] for n in doc["explain"]["nodes"]] == [
+        "MeanBackward0",
+        "MulBackward0",
+        "MulBackward0",
+        "AddBackward0",
+        "AccumulateGrad",
+    ]
+
+
+def test_cuda_graph():
+    run = cli("graph", "y*y*3", "--y", "2", "--device", "cuda", "--json")
+    assert run.exit_code == 0
+    assert [n["grad_fn"] for n in run.json()["nodes"]] == [
+        "MulBackward0",
+        "MulBackward0",
+        "AccumulateGrad",
+    ]
