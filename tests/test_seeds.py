@@ -148,6 +148,37 @@ def test_seed003_two_leaves_three_passes():
     assert [p["grads"]["z"] for p in doc["passes"]] == [[48.0, 48.0], [96.0, 96.0], [144.0, 144.0]]
 
 
+def test_seed003_why_is_y_grad_none_with_retain_graph_twice():
+    # y = x**2; z = y**3; z.backward(w, retain_graph=True) twice: y.grad None, x.grad doubles
+    doc = grad_json(
+        "y = x**2; z = y**3", "--x", "[1.0, 2.0]", "--weights", "ones",
+        "--repeat", "2", "--same-graph", "--retain-graph", "--inspect",
+    )  # fmt: skip
+    assert [p["grads"]["x"] for p in doc["passes"]] == [[6.0, 192.0], [12.0, 384.0]]
+    assert doc["tensors"]["y"]["grad"] is None and doc["tensors"]["y"]["is_leaf"] is False
+    assert doc["tensors"]["y"]["grad_note"].startswith("not a leaf")
+
+
+def test_seed003_same_graph_twice_with_retain_graph_three_passes():
+    doc = grad_json(
+        "x**2 + z**3", "--x", "[2.0, 2.0]", "--z", "[4.0, 4.0]", "--weights", "ones",
+        "--repeat", "3", "--same-graph", "--retain-graph",
+    )  # fmt: skip
+    assert [p["grads"]["z"] for p in doc["passes"]] == [[48.0, 48.0], [96.0, 96.0], [144.0, 144.0]]
+
+
+def test_seed003_without_retain_graph_the_second_pass_fails():
+    run = cli(
+        "grad", "x**2 + z**3", "--x", "[2.0, 2.0]", "--z", "[4.0, 4.0]", "--weights", "ones",
+        "--repeat", "2", "--same-graph",
+    )  # fmt: skip
+    assert run.exit_code == 2
+    assert run.stderr.startswith(
+        "Error: backward pass 2 on the same graph: PyTorch: Trying to backward through the "
+        "graph a second time"
+    )
+
+
 @pytest.mark.parametrize(
     ("weights", "grad"),
     [
