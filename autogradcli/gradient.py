@@ -51,9 +51,14 @@ def check_names(
     for name in [*values, *const]:
         step = expression.step(name)
         if step is not None:
+            wanted = (
+                f"give values for {', '.join(variables)} only"
+                if variables
+                else "this program has no inputs, so drop the value (or rename the step)"
+            )
             raise VariableError(
-                f"'{name}' is a step of the program, computed from the inputs, so it takes no "
-                f"value; give values for {', '.join(variables) or 'the inputs'} only"
+                f"'{name}' is a step of the program, computed in it, so it takes no value; "
+                + wanted
             )
         if name not in variables:
             raise UnknownVariableError(name, variables)
@@ -217,6 +222,11 @@ def compute_gradient(
     """
     if repeat < 1:
         raise VariableError(f"--repeat must be at least 1, not {repeat}")
+    for flag, given in (("--same-graph", same_graph), ("--zero-grad", zero_grad)):
+        if given and repeat < 2:
+            raise VariableError(
+                f"{flag} only matters when backward runs more than once; add --repeat 2 (or more)"
+            )
     if retain_graph and not same_graph:
         raise VariableError(
             "--retain-graph only matters when backward runs again on the same graph; "
@@ -445,12 +455,12 @@ def _why_no_grad(tensor: torch.Tensor) -> str:
         grad = tensor.grad
     assert grad is None
     if not tensor.requires_grad:
-        return "requires_grad=False: autograd does not track this tensor"
+        return "autograd does not track a tensor with requires_grad=False"
     for warning in caught:
         entry = lookup(str(warning.message))
         if entry is not None:
-            return f"not a leaf: {entry.why}; {entry.fix}"
-    return "not a leaf: PyTorch keeps .grad only for leaf tensors"
+            return f"{entry.why}; {entry.fix}"
+    return "PyTorch keeps .grad only for leaf tensors"
 
 
 def _weights(

@@ -25,7 +25,7 @@ def _nodes(explanation: Explanation, output: str) -> Table:
         title_justify="left",
         show_lines=True,
     )
-    columns = ("#", "PyTorch node", "gradient in", "to", "× local ∂\n(SymPy)", "= out", "check")
+    columns = ("#", "PyTorch node", "gradient in", "to", "× local ∂\n(SymPy)", "= sent", "check")
     for column in columns:
         table.add_column(column, overflow="fold")
     for step in explanation.steps:
@@ -55,11 +55,11 @@ def _vjp(explanation: Explanation, output: str) -> Table:
     )
     for column in (
         "input",
-        "J = ∂out/∂input\n(SymPy, rows: out)",
+        f"J = ∂{output}/∂input\n(SymPy, rows: {output})",
         "w",
         "Jᵀw\n(SymPy)",
         ".grad after\nbackward(w)",
-        "grad of\nsum(out*w)",
+        f"grad of\nsum({output}*w)",
         "check",
     ):
         table.add_column(column, overflow="fold")

@@ -257,7 +257,7 @@ def test_grad_help_explains_name_value_with_an_example():
 
 
 def test_rich_report_has_header_table_passes_and_verdict():
-    run = cli("grad", "mean((x+2)*(x+2)*3)", "--x", "ones(2,2)", "--repeat", "2")
+    run = cli("grad", "mean((x+2)*(x+2)*3)", "--x", "ones(2,2)", "--repeat", "2", "--device", "cpu")
     assert run.exit_code == 0
     out = run.stdout
     assert out.startswith(

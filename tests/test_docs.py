@@ -33,6 +33,16 @@ def _console_examples() -> list[tuple[str, str, str]]:
 
 
 CONSOLE = _console_examples()
+
+
+@pytest.fixture(autouse=True)
+def _auto_device_is_cpu(monkeypatch):
+    """The pages show ``--device auto`` on a machine without CUDA (as CI has)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
 PYTHON = _blocks("python")
 
 
@@ -68,3 +78,25 @@ def test_ci_runs_exactly_the_readme_commands():
         assert command in ci.splitlines(), command
     assert "pytest" in commands[1] and "autograd-cli grad" in commands[0]
     assert "-c constraints-cpu.txt" in readme
+
+
+def _table_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    return re.findall(r"^\|[^|]*\| `autograd-cli ([^`]*)` \|$", readme, flags=re.M)
+
+
+TABLE = _table_commands()
+
+
+def test_the_readme_table_has_one_command_per_lesson():
+    assert len(TABLE) >= 17
+
+
+@pytest.mark.parametrize("command", TABLE)
+def test_each_readme_lesson_command_runs(command):
+    run = cli(*shlex.split(command))
+    if "--same-graph" in command and "--retain-graph" not in command:
+        assert run.exit_code == 2  # the lesson is PyTorch's error
+        assert run.stderr.startswith("Error: backward pass 2 on the same graph: PyTorch: Trying")
+    else:
+        assert run.exit_code == 0, run.stderr

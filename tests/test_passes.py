@@ -169,6 +169,16 @@ def test_zero_grad_rich_header():
             "add --same-graph (with --repeat 2 or more)\n",
         ),
         (
+            ["--same-graph"],
+            "Error: --same-graph only matters when backward runs more than once; add --repeat 2 "
+            "(or more)\n",
+        ),
+        (
+            ["--zero-grad"],
+            "Error: --zero-grad only matters when backward runs more than once; add --repeat 2 "
+            "(or more)\n",
+        ),
+        (
             ["--repeat", "0"],
             "Error: Invalid value for '--repeat': Input should be greater than or equal to 1. "
             "See 'root grad --help'.\n",  # CliRunner's program name is 'root'
@@ -195,4 +205,4 @@ def test_each_glossary_entry_through_the_cli():
     leaf_note = cli("grad", "y = x*2; y + 1", "--x", "1", "--inspect", "--json").json()
     entry = lookup(pytorch_message(non_leaf_grad))
     assert entry is not None
-    assert leaf_note["tensors"]["y"]["grad_note"] == f"not a leaf: {entry.why}; {entry.fix}"
+    assert leaf_note["tensors"]["y"]["grad_note"] == f"{entry.why}; {entry.fix}"

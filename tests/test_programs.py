@@ -111,7 +111,7 @@ def test_inspect_matches_the_tensors_pytorch_holds():
     assert tensors["x"]["grad_expected"] == [[4.5, 4.5], [4.5, 4.5]]
     for name in ("y", "z", "out"):
         assert tensors[name]["grad"] is None and tensors[name]["grad_note"].startswith(
-            "not a leaf: PyTorch fills .grad only for leaf tensors"
+            "PyTorch fills .grad only for leaf tensors"
         )
         assert tensors[name]["value_expected"] == tensors[name]["value"]  # SymPy's value
         assert tensors[name]["agree"] is True
@@ -155,7 +155,7 @@ def test_inspect_rich_table_and_one_reason_line():
     text = " ".join(lines)
     assert text.count("is None") == 0 and text.count("are None") == 1
     assert (
-        "y.grad, z.grad, out.grad are None: not a leaf: PyTorch fills .grad only for leaf "
+        "y.grad, z.grad, out.grad are None: PyTorch fills .grad only for leaf "
         "tensors (created with requires_grad=True)" in text
     )
 
@@ -164,7 +164,7 @@ def test_inspect_a_constant_input():
     tensors = grad_json("x*y", "--x", "1", "--y", "2", "--const", "y", "--inspect")["tensors"]
     assert tensors["y"]["requires_grad"] is False and tensors["y"]["is_leaf"] is True
     assert tensors["y"]["grad"] is None
-    assert tensors["y"]["grad_note"] == "requires_grad=False: autograd does not track this tensor"
+    assert tensors["y"]["grad_note"] == "autograd does not track a tensor with requires_grad=False"
 
 
 @pytest.mark.parametrize(
@@ -184,6 +184,20 @@ def test_inspect_a_constant_input():
 def test_retain_grad_errors(args, message):
     run = cli("grad", "y = x*2; y + 1", "--x", "1", *args)
     assert (run.exit_code, run.stdout, run.stderr) == (2, "", message)
+
+
+def test_a_value_for_a_step_is_refused():
+    run = cli("grad", "y = x*2; y + 1", "--x", "1", "--y", "3")
+    assert run.stderr == (
+        "Error: 'y' is a step of the program, computed in it, so it takes no value; give values "
+        "for x only\n"
+    )
+    none = cli("grad", "x = 2; x*3", "--x", "1")
+    assert none.stderr == (
+        "Error: 'x' is a step of the program, computed in it, so it takes no value; this program "
+        "has no inputs, so drop the value (or rename the step)\n"
+    )
+    assert run.exit_code == none.exit_code == 2
 
 
 def test_no_tensors_object_without_inspect():
