@@ -311,7 +311,9 @@ def graph(
     var: VarOption = None,
     dot: Annotated[
         Path | None,
-        typer.Option(metavar="FILE", help="Write the graph as Graphviz DOT text to FILE."),
+        typer.Option(
+            metavar="FILE", help="Write the graph as Graphviz DOT text to FILE ('-': print it)."
+        ),
     ] = None,
     svg: Annotated[
         Path | None,
@@ -341,7 +343,12 @@ def graph(
             seed=seed,
             limits=Limits(max_elements=max_elements),
         )
+        to_stdout = dot is not None and str(dot) == "-"
+        if to_stdout and json_output:
+            raise VariableError("--dot - prints the DOT text; use --dot FILE with --json")
         images = [(path, fmt) for path, fmt in ((svg, "svg"), (png, "png")) if path is not None]
+        for path, fmt in images:
+            _check_file(path, f"--{fmt}")
         from autogradcli import graph as graphs
 
         if images and shutil.which("dot") is None:
@@ -350,8 +357,8 @@ def graph(
         built = graphs.build_graph(setup.expression, run.forward(), run.leaves)
         text = graphs.to_dot(built)
         written = []
-        if dot is not None:
-            _write(dot, text)
+        if dot is not None and not to_stdout:
+            _write(dot, text, "--dot")
             written.append(str(dot))
         for path, fmt in images:
             graphs.render_image(text, path, fmt)
@@ -360,6 +367,8 @@ def graph(
         from autogradcli.render_json import dumps
 
         typer.echo(dumps({**built.to_dict(), "written": written}))
+    elif to_stdout:
+        typer.echo(text, nl=False)
     else:
         from autogradcli.render_graph import print_graph
 
@@ -369,7 +378,15 @@ def graph(
     raise typer.Exit(0)
 
 
-def _write(path: Path, text: str) -> None:
+def _check_file(path: Path, option: str) -> None:
+    if path.is_dir():
+        raise ValueSpecError(
+            f"{option} {path}: that is a folder; give a file name, e.g. graph.{option[2:]}"
+        )
+
+
+def _write(path: Path, text: str, option: str) -> None:
+    _check_file(path, option)
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:

@@ -46,7 +46,7 @@ from autogradcli.symbolic import (
 )
 from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, REDUCTIONS
 
-MAX_NODES = 64
+MAX_NODES = 128  # nodes of the backward graph, checked before backward() runs
 MAX_JACOBIAN_ROWS = 64
 MAX_JACOBIAN_ENTRIES = 4096
 
@@ -90,11 +90,11 @@ def attach(out: torch.Tensor) -> Recorder:
         recorder.held.append(fn)
         recorder.handles.append(fn.register_hook(_hook(recorder, fn)))
         stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
-    if len(seen) > MAX_NODES * 2:
+    if len(seen) > MAX_NODES:
         recorder.remove()
         raise LimitError(
-            f"--explain covers graphs of up to {MAX_NODES * 2} nodes; this one has {len(seen)}; "
-            "explain a smaller expression"
+            f"--explain covers backward graphs of up to {MAX_NODES} nodes; this one has "
+            f"{len(seen)}; explain a smaller expression (or see it with autograd-cli graph)"
         )
     return recorder
 
@@ -134,11 +134,6 @@ def explain(
             steps.append(
                 _operation_step(len(steps) + 1, table[key], group, trace, run, model, recorder)
             )
-    if len([s for s in steps if s.leaf is None]) > MAX_NODES:
-        raise LimitError(
-            f"--explain covers up to {MAX_NODES} operations; this expression has more; "
-            "explain a smaller expression"
-        )
     explanation = Explanation(steps)
     if run.weight_tensor is not None:
         explanation.weights = run.seen_weights
@@ -342,7 +337,9 @@ def _vjp_checks(
         for row in range(rows):
             one_hot = np.zeros(rows)
             one_hot[row] = 1.0
-            e = model.evaluate(run.seen, one_hot.reshape(setup.out_shape), frozenset(names))
+            e = model.evaluate(
+                run.seen, one_hot.reshape(setup.out_shape), frozenset(names), exact_zeros=True
+            )
             for n in names:
                 jacobians[n][row] = e.grads[n].reshape(-1)  # type: ignore[index]
     vjp = model.evaluate(run.seen, weights, frozenset(names))

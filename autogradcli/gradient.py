@@ -257,12 +257,10 @@ def compute_gradient(
     ordered = [n for n in parsed.variables if n in differentiate]
     trace = first = recorder = None
     snapshots: list[dict[str, np.ndarray]] = []
-    retained_snapshots: list[dict[str, np.ndarray | None]] = []
     for index in range(1, repeat + 1):
         if trace is None or not same_graph:
             trace = run.forward()
-            for name in retained:
-                _tensor(trace, name).retain_grad()
+            _retain(trace, retained, explicit=list(retain_grad) != ["all"])
         context = f"backward pass {index} on the same graph: " if index > 1 and same_graph else ""
         if index == 1 and explain:
             from autogradcli.explain import attach
@@ -274,7 +272,6 @@ def compute_gradient(
             if recorder is not None:
                 recorder.remove()
         snapshots.append({n: computation.to_numpy(run.leaves[n].grad) for n in ordered})
-        retained_snapshots.append({n: _grad(_tensor(trace, n)) for n in retained})
         if zero_grad and index < repeat:
             for leaf in run.leaves.values():
                 leaf.grad = None  # what optimizer.zero_grad() does (set_to_none=True)
@@ -326,9 +323,8 @@ def compute_gradient(
         explanation = explain_pass(run, first, recorder, model, expected, snapshots[0])
     tensors = None
     if inspect:
-        final_retained = retained_snapshots[-1]
         scale = times(repeat, same_graph)
-        tensors = _inspect(run, trace, model, variables, retained, final_retained, scale)
+        tensors = _inspect(run, trace, model, variables, scale)
 
     return GradResult(
         expression=expression,
@@ -388,13 +384,17 @@ def _tensor(trace: Trace, name: str) -> torch.Tensor:
     return trace.steps.get(name, trace.out)
 
 
-def _grad(tensor: torch.Tensor) -> np.ndarray | None:
-    from autogradcli.computation import to_numpy
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        grad = tensor.grad
-    return None if grad is None else to_numpy(grad)
+def _retain(trace: Trace, names: list[str], explicit: bool) -> None:
+    """``retain_grad()`` on each named tensor that autograd tracks."""
+    for name in names:
+        tensor = _tensor(trace, name)
+        if tensor.requires_grad:
+            tensor.retain_grad()
+        elif explicit:
+            raise VariableError(
+                f"--retain-grad {name}: '{name}' does not require grad (it depends on no input "
+                "that does), so it has no gradient to keep"
+            )
 
 
 def _inspect(
@@ -402,16 +402,21 @@ def _inspect(
     trace: Trace,
     model: SymbolicModel,
     variables: dict[str, VariableResult],
-    retained: list[str],
-    retained_grads: dict[str, np.ndarray | None],
     scale: int,
 ) -> list[TensorResult]:
-    """Each named tensor as PyTorch has it after the last pass, checked against SymPy."""
+    """Each named tensor as PyTorch has it after the last pass, checked against SymPy.
+
+    A kept ``.grad`` is checked against SymPy's derivative of the output with respect to
+    the operation that made the tensor (so ``z = y`` and ``z = +y``, which are ``y``
+    itself in PyTorch, get ``y``'s whole gradient, as PyTorch gives it)."""
     from autogradcli.computation import to_numpy
+    from autogradcli.graph import owners
     from autogradcli.symbolic import SymbolicModel
 
     setup = run.setup
     rtol, atol = setup.rtol, setup.atol
+    made_by = owners(setup.expression, trace)
+    leaf_names = {id(t): n for n, t in run.leaves.items()}
     rows = []
     for name, kind, node in named_tensors(setup.expression):
         tensor = run.leaves[name] if kind == "input" else _tensor(trace, name)
@@ -427,40 +432,46 @@ def _inspect(
             row.value_expected = model.value(node, run.seen)
             check = compare(row.value, row.value_expected, rtol, atol)
             row.value_agree = check.agree
-        if kind == "input" and name in variables and variables[name].requires_grad:
-            row.grad, row.grad_expected = variables[name].grad, variables[name].expected
-            row.grad_agree = variables[name].agree
-        elif name in retained and node is not None and tensor.requires_grad:
-            row.grad = retained_grads[name]
+        leaf = leaf_names.get(id(tensor))
+        grad, note = _read_grad(tensor)
+        if leaf is not None and leaf in variables and variables[leaf].requires_grad:
+            row.grad, row.grad_expected = variables[leaf].grad, variables[leaf].expected
+            row.grad_agree = variables[leaf].agree
+        elif grad is not None and tensor.grad_fn is not None:
+            row.grad = grad
+            origin = made_by[id(tensor.grad_fn)].node
             target = f"@{name}"
             shapes = {**setup.shapes, target: row.value.shape}
-            sub = SymbolicModel(cut(setup.expression, node, target), shapes, setup.limits)
+            sub = SymbolicModel(cut(setup.expression, origin, target), shapes, setup.limits)
+            value = model.value(origin, run.seen)
             expected = sub.evaluate(
-                {**run.seen, target: row.value_expected}, run.seen_weights, frozenset({target})
+                {**run.seen, target: value}, run.seen_weights, frozenset({target})
             )
             row.grad_expected = scale * expected.grads[target]
-            if row.grad is not None:
-                check = compare(row.grad, row.grad_expected, rtol, atol, expected.kinks[target])
-                row.grad_agree = check.agree
+            check = compare(row.grad, row.grad_expected, rtol, atol, expected.kinks[target])
+            row.grad_agree = check.agree
         else:
-            row.grad_note = _why_no_grad(tensor)
+            row.grad_note = note
         rows.append(row)
     return rows
 
 
-def _why_no_grad(tensor: torch.Tensor) -> str:
-    """Read ``.grad`` as PyTorch does and say why it is None."""
+def _read_grad(tensor: torch.Tensor) -> tuple[np.ndarray | None, str]:
+    """``.grad`` read as PyTorch does, and why it is None when it is."""
+    from autogradcli.computation import to_numpy
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         grad = tensor.grad
-    assert grad is None
+    if grad is not None:
+        return to_numpy(grad), ""
     if not tensor.requires_grad:
-        return "autograd does not track a tensor with requires_grad=False"
+        return None, "autograd does not track a tensor with requires_grad=False"
     for warning in caught:
         entry = lookup(str(warning.message))
         if entry is not None:
-            return f"{entry.why}; {entry.fix}"
-    return "PyTorch keeps .grad only for leaf tensors"
+            return None, f"{entry.why}; {entry.fix}"
+    return None, "PyTorch keeps .grad only for leaf tensors"
 
 
 def _weights(

@@ -100,10 +100,13 @@ def owners(expression: Expression, trace: Trace) -> dict[int, Owner]:
     named = [(s.name, trace.steps[s.name], s.node) for s in expression.steps]
     if expression.step(expression.output) is None:
         named.append((expression.output, trace.out, expression.root))
+    named_by: dict[int, list[str]] = {}
     for name, tensor, node in named:
         fn = tensor.grad_fn
-        if fn is not None and id(fn) in found:
-            found[id(fn)].label = f"{name} = {unparse(node)}"
+        if fn is not None and id(fn) in found:  # z = y (or +y) is y itself: both names show
+            named_by.setdefault(id(fn), []).append(f"{name} = {unparse(node)}")
+    for key, labels in named_by.items():
+        found[key].label = "; ".join(labels)
     return found
 
 

@@ -8,20 +8,24 @@ from rich.text import Text
 OK, BAD = "✓", "✗"
 
 
-def format_array(array: np.ndarray | None) -> str:
-    """A number as ``93`` or ``4.5``; a tensor as nested rows, summarised when large."""
+def format_array(array: np.ndarray | None) -> Text:
+    """A number as ``93`` or ``4.5``; a tensor as nested rows, summarised when large.
+
+    A ``Text``, so that ``[nan, 1]`` is never read as Rich markup."""
     if array is None:
-        return "None"
+        return Text("None")
     array = np.asarray(array, dtype=np.float64)
     if array.ndim == 0:
-        return _number(float(array))
-    return np.array2string(
-        array,
-        separator=", ",
-        formatter={"float_kind": _number},
-        threshold=100,
-        edgeitems=3,
-        max_line_width=60,
+        return Text(_number(float(array)))
+    return Text(
+        np.array2string(
+            array,
+            separator=", ",
+            formatter={"float_kind": _number},
+            threshold=100,
+            edgeitems=3,
+            max_line_width=60,
+        )
     )
 
 
@@ -33,6 +37,15 @@ def mark(agree: bool | None) -> Text:
     if agree is None:
         return Text("—")
     return Text(OK, style="bold green") if agree else Text(BAD, style="bold red")
+
+
+def mark_expected(agree: bool | None, expected: np.ndarray | None) -> Text:
+    """The check mark; a failed check also shows what SymPy expected."""
+    cell = mark(agree)
+    if agree is False and expected is not None:
+        cell.append("\nSymPy: ", style="")
+        cell.append_text(format_array(expected))
+    return cell
 
 
 def error_text(value: float | None) -> str:

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from autogradcli.render_cells import format_array, mark
+from autogradcli.render_cells import format_array, mark, mark_expected
 from autogradcli.result import Explanation
 
 
@@ -33,16 +33,19 @@ def _nodes(explanation: Explanation, output: str) -> Table:
         node.append(f"\n{step.label}" + (" (leaf)" if step.leaf else ""), style="")
         first = [str(step.index), node, format_array(step.arriving)]
         if step.leaf is not None:
-            table.add_row(
-                *first, f"{step.leaf}.grad", "+= (accumulate)", "", mark(step.arriving_agree)
-            )
+            check = mark_expected(step.arriving_agree, step.arriving_expected)
+            table.add_row(*first, f"{step.leaf}.grad", "+= (accumulate)", "", check)
             continue
         if not step.flows:
-            table.add_row(*first, "—", "—", "—", mark(step.arriving_agree))
+            check = mark_expected(step.arriving_agree, step.arriving_expected)
+            table.add_row(*first, "—", "—", "—", check)
         for rank, flow in enumerate(step.flows):
             cells = first if rank == 0 else ["", "", ""]
-            agree = flow.agree and (step.arriving_agree if rank == 0 else True)
-            table.add_row(*cells, flow.to, flow.local, format_array(flow.grad), mark(agree))
+            check = mark_expected(flow.agree, flow.expected)
+            if rank == 0 and not step.arriving_agree:
+                check = mark_expected(False, step.arriving_expected)
+                check.append(" (gradient in)")
+            table.add_row(*cells, flow.to, flow.local, format_array(flow.grad), check)
     return table
 
 

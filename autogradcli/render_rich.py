@@ -126,8 +126,11 @@ def _verdict(result: GradResult) -> Text:
     if not result.output_agree:
         failing.insert(0, "output")
     failing += [f"tensor {t.name}" for t in result.tensors or () if t.agree is False]
-    if result.explanation is not None and not result.explanation.agree:
-        failing.append("a node of the backward pass")
+    if result.explanation is not None:
+        failing += [
+            f"backward node {s.index} ({s.label})" for s in result.explanation.steps if not s.agree
+        ]
+        failing += [f"Jᵀw for {v.name}" for v in result.explanation.vjp if not v.agree]
     what = ", ".join(failing) or "a pass"
     return Text(f"{BAD} autograd and SymPy disagree: {what}", style="bold red")
 

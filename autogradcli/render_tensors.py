@@ -6,8 +6,20 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from autogradcli.render_cells import format_array, mark
+from autogradcli.render_cells import format_array, mark, mark_expected
 from autogradcli.result import TensorResult
+
+
+def _check(t: TensorResult) -> Text:
+    """✓/✗, and for a failed check what SymPy expected (data, .grad or both)."""
+    cell = mark(t.agree)
+    if t.value_agree is False:
+        cell.append_text(mark_expected(False, t.value_expected)[1:])
+        cell.append(" (data)")
+    if t.grad_agree is False:
+        cell.append_text(mark_expected(False, t.grad_expected)[1:])
+        cell.append(" (grad)")
+    return cell
 
 
 def render_tensors(tensors: list[TensorResult]) -> RenderableType:
@@ -28,7 +40,7 @@ def render_tensors(tensors: list[TensorResult]) -> RenderableType:
             str(t.is_leaf),
             str(t.grad_fn),
             format_array(t.grad),
-            mark(t.agree),
+            _check(t),
         )
         if t.grad_note:
             reasons.setdefault(t.grad_note, []).append(f"{t.name}.grad")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -73,6 +74,7 @@ class SymbolicModel:
             self._build(expression.root), infer_shape(expression.root, self.shapes, self.limits)
         )
         self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
+        self._exact_zeros = False
 
     def _build(self, node: Node) -> sp.Expr:
         if isinstance(node, Num):
@@ -105,10 +107,12 @@ class SymbolicModel:
         raise TypeError(f"unknown node {node!r}")
 
     def _reduction(self, node: Call) -> sp.Symbol:
-        symbol = sp.Symbol(f"{node.func}({unparse(node.arg)})", real=True)
+        inner = self._build(node.arg)  # steps substituted: mean(y) of y = 2*x is mean(2*x)
+        text = unparse(node.arg) if not self.expression.steps else str(inner)
+        symbol = sp.Symbol(f"{node.func}({text})", real=True)
         if symbol not in self.reductions:
             shape = infer_shape(node.arg, self.shapes, self.limits)
-            self.reductions[symbol] = Block(self._build(node.arg), shape, node.func)
+            self.reductions[symbol] = Block(inner, shape, node.func)
         return symbol
 
     def derivative(self, block: Block, symbol: sp.Symbol) -> sp.Expr:
@@ -155,8 +159,13 @@ class SymbolicModel:
         values: dict[str, np.ndarray],
         weights: np.ndarray,
         differentiate: frozenset[str],
+        exact_zeros: bool = False,
     ) -> Expected:
-        """Output value and the vector-Jacobian product ``sum_i w_i d out_i / d x`` per variable."""
+        """Output value and the vector-Jacobian product ``sum_i w_i d out_i / d x`` per variable.
+
+        ``exact_zeros``: a zero weight contributes exactly 0 even where a derivative is
+        infinite (for Jacobian rows: out_i does not depend on x_j at all); without it,
+        0 * inf is NaN, as in PyTorch's ``backward(w)``."""
         env: dict[sp.Symbol, np.ndarray] = {self.symbols[n]: v for n, v in values.items()}
         with np.errstate(all="ignore"):
             self._reduce_all(self.output.expr, env)
@@ -168,6 +177,7 @@ class SymbolicModel:
                 kink_notes={n: set() for n in differentiate},
             )
             upstream = np.broadcast_to(np.asarray(weights, dtype=np.float64), self.output.shape)
+            self._exact_zeros = exact_zeros
             self._vjp(self.output, upstream, env, expected, differentiate, tainted=set())
         return expected
 
@@ -199,6 +209,8 @@ class SymbolicModel:
             derivative = self.derivative(block, symbol)
             local = np.broadcast_to(evaluate_numeric(derivative, env), block.shape)
             contribution = upstream * local
+            if self._exact_zeros:
+                contribution = np.where(upstream == 0, 0.0, contribution)
             kink_mask, notes = find_kinks(derivative, env, block.shape)
             if symbol in names:
                 name = names[symbol]
@@ -334,6 +346,7 @@ def chain_rule(
     units = {s.name: s.node for s in expression.steps}
     if expression.output not in units:
         units[expression.output] = expression.root
+        all_shapes[expression.output] = infer_shape(expression.root, all_shapes, limits)
     local: dict[tuple[str, str], str] = {}
 
     def factor(unit: str, wrt: str) -> str:
@@ -361,8 +374,27 @@ def chain_rule(
         return None
     if len(paths) > MAX_CHAIN_PATHS:
         return f"more than {MAX_CHAIN_PATHS} paths from {expression.output} to {name}"
-    names = " + ".join("·".join(f"∂{a}/∂{b}" for a, b in itertools.pairwise(p)) for p in paths)
-    values = " + ".join(
-        "·".join(f"({factor(a, b)})" for a, b in itertools.pairwise(p)) for p in paths
-    )
-    return f"∂{expression.output}/∂{name} = {names} = {values}"
+
+    def term(path: list[str], show: Callable[[str, str], str]) -> str:
+        pairs = list(itertools.pairwise(path))
+        factors = [show(a, b) for a, b in pairs]
+        # where a smaller tensor is spread over a larger one (m = mean(y) used in y - m),
+        # the factors above it are summed over the larger one's elements
+        spread = [
+            k for k, (a, b) in enumerate(pairs) if _size(all_shapes[b]) < _size(all_shapes[a])
+        ]
+        if not spread:
+            return "·".join(factors)
+        k = spread[-1] + 1
+        return "Σ[" + "·".join(factors[:k]) + "]" + "".join("·" + f for f in factors[k:])
+
+    names = " + ".join(term(p, lambda a, b: f"∂{a}/∂{b}") for p in paths)
+    values = " + ".join(term(p, lambda a, b: f"({factor(a, b)})") for p in paths)
+    line = f"∂{expression.output}/∂{name} = {names} = {values}"
+    if "Σ[" in line:
+        line += " (Σ[...]: summed over the elements a smaller tensor is spread to)"
+    return line
+
+
+def _size(shape: Shape) -> int:
+    return math.prod(shape)
