@@ -25,7 +25,7 @@ from autogradcli.expression import (
     Num,
     Unary,
 )
-from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, REDUCTIONS
+from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, TENSOR_FUNCTIONS
 
 
 def make_leaf(
@@ -75,10 +75,11 @@ def forward(
             result = PY_BINARY[node.op](value(node.left), value(node.right))
         elif isinstance(node, Call):
             arg = as_tensor(value(node.arg))
-            if node.func in REDUCTIONS:
-                result = REDUCTIONS[node.func](torch, arg)
-            else:
+            if node.func in FUNCTIONS:
                 result = FUNCTIONS[node.func].torch(torch, arg)
+            else:
+                other = None if node.other is None else as_tensor(value(node.other))
+                result = TENSOR_FUNCTIONS[node.func].torch(torch, arg, other, node.dim)
         else:
             raise TypeError(f"unknown node {node!r}")
         values[id(node)] = result

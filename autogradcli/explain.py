@@ -34,6 +34,7 @@ from autogradcli.expression import (
     Unary,
     cut,
     infer_shape,
+    is_full_reduction,
 )
 from autogradcli.graph import Owner, label_of, operands, owners
 from autogradcli.result import Explanation, Flow, NodeStep, VjpCheck
@@ -44,7 +45,7 @@ from autogradcli.symbolic import (
     find_kinks,
     reduce_to_shape,
 )
-from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, REDUCTIONS
+from autogradcli.vocabulary import CONSTANTS, FUNCTIONS
 
 MAX_NODES = 128  # nodes of the backward graph, checked before backward() runs
 MAX_JACOBIAN_ROWS = 64
@@ -233,7 +234,7 @@ def _operation_step(
         derivative, display = locals_[k]
         env = {sym: model.value(op, run.seen) for sym, op in _symbols(derivative, inputs)}
         shape = tuple(values[k].shape)
-        spread = shape if isinstance(node, Call) and node.func in REDUCTIONS else elementwise
+        spread = shape if is_full_reduction(node) else elementwise
         with np.errstate(all="ignore"):
             local = evaluate_numeric(derivative, env)
             product = np.broadcast_to(want * local, np.broadcast_shapes(spread, want.shape))
@@ -269,7 +270,7 @@ def _local_derivatives(
         sp.Symbol(f"_{k}", real=True) if isinstance(v, torch.Tensor) else _number(op, v)
         for k, (op, v) in enumerate(zip(inputs, values, strict=True))
     ]
-    if isinstance(node, Call) and node.func in REDUCTIONS:
+    if is_full_reduction(node):
         count = math.prod(infer_shape(node.arg, shapes, limits))
         local = sp.Integer(1) if node.func == "sum" else sp.Rational(1, max(count, 1))
         return {0: (local, str(local))}

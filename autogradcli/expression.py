@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from autogradcli.errors import ExpressionError, LimitError, ShapeError
-from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, REDUCTIONS, function_names
+from autogradcli.vocabulary import (
+    CONSTANTS,
+    FUNCTIONS,
+    REDUCTIONS,
+    TENSOR_FUNCTIONS,
+    function_names,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ class Binary:
 class Call:
     func: str
     arg: Node
+    dim: int | None = None  # sum(x, 0), softmax(x, 1): PyTorch's dim argument
+    other: Node | None = None  # the second tensor of dot(a, b)
 
 
 Node = Num | Name | Unary | Binary | Call
@@ -67,6 +75,7 @@ BINARY_OPS: dict[type, str] = {
     ast.Mult: "*",
     ast.Div: "/",
     ast.Pow: "**",
+    ast.MatMult: "@",
 }
 UNARY_OPS: dict[type, str] = {ast.USub: "-", ast.UAdd: "+"}
 
@@ -77,6 +86,7 @@ PY_BINARY: dict[str, Callable[[object, object], object]] = {
     "*": operator.mul,
     "/": operator.truediv,
     "**": operator.pow,
+    "@": operator.matmul,
 }
 PY_UNARY: dict[str, Callable[[object], object]] = {"-": operator.neg, "+": operator.pos}
 
@@ -138,7 +148,7 @@ class Expression:
 
 
 def _allowed() -> str:
-    return "numbers, variables, + - * / ** (or ^), parentheses and " + " ".join(function_names())
+    return "numbers, variables, + - * / ** (or ^) @, parentheses and " + " ".join(function_names())
 
 
 PROGRAM_HINT = (
@@ -214,7 +224,7 @@ def _assignment(statement: ast.Assign, steps: list[Step], limits: Limits) -> Ste
             f"cannot assign in '{what}': assign one plain name per step; {PROGRAM_HINT}"
         )
     name = target.id
-    if name in FUNCTIONS or name in REDUCTIONS:
+    if name in FUNCTIONS or name in TENSOR_FUNCTIONS:
         raise ExpressionError(f"cannot assign to '{name}': it is a function; choose another name")
     if name in CONSTANTS:
         raise ExpressionError(f"cannot assign to '{name}': it is a constant; choose another name")
@@ -294,6 +304,8 @@ def _convert(node: ast.AST, depth: int, limits: Limits) -> Node:
         )
     if isinstance(node, ast.Call):
         return _call(node, depth, limits)
+    if isinstance(node, ast.Attribute) and node.attr == "T":  # A.T, the one attribute allowed
+        return Call("T", _convert(node.value, depth + 1, limits))
     if isinstance(node, (ast.BinOp, ast.UnaryOp)):
         symbol = ast.unparse(node).strip()
         raise ExpressionError(f"operator in '{symbol}' is not allowed; allowed are {_allowed()}")
@@ -326,11 +338,47 @@ def _call(node: ast.Call, depth: int, limits: Limits) -> Call:
             f"functions: {' '.join(function_names())}"
         )
     name = node.func.id
-    if name not in FUNCTIONS and name not in REDUCTIONS:
+    if name not in FUNCTIONS and name not in TENSOR_FUNCTIONS:
         raise ExpressionError(f"unknown function '{name}'; functions: {' '.join(function_names())}")
-    if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
-        raise ExpressionError(f"{name}() takes exactly one argument, e.g. {name}(x)")
-    return Call(name, _convert(node.args[0], depth + 1, limits))
+    if name in FUNCTIONS or TENSOR_FUNCTIONS[name].dim == "none":
+        tensors = TENSOR_FUNCTIONS[name].arity if name in TENSOR_FUNCTIONS else 1
+        example = f"{name}(a, b)" if tensors == 2 else f"{name}(x)"
+        if node.keywords or len(node.args) != tensors or _starred(node.args):
+            count = "two arguments" if tensors == 2 else "exactly one argument"
+            raise ExpressionError(f"{name}() takes {count}, e.g. {example}")
+        args = [_convert(a, depth + 1, limits) for a in node.args]
+        return Call(name, args[0], other=args[1] if tensors == 2 else None)
+    rule = TENSOR_FUNCTIONS[name].dim
+    example = f"{name}(x, 0)" if rule == "required" else f"{name}(x) or {name}(x, 0)"
+    dims = [*node.args[1:], *(k.value for k in node.keywords if k.arg == "dim")]
+    wrong_keyword = any(k.arg != "dim" for k in node.keywords)
+    if not node.args or len(node.args) > 2 or len(dims) > 1 or wrong_keyword or _starred(node.args):
+        raise ExpressionError(f"{name}() takes a tensor and a dim, e.g. {example}")
+    if rule == "required" and not dims:
+        raise ExpressionError(f"{name}() needs the dim to work along, e.g. {example}")
+    dim = _dim(dims[0], name) if dims else None
+    return Call(name, _convert(node.args[0], depth + 1, limits), dim=dim)
+
+
+def _starred(args: list[ast.expr]) -> bool:
+    return any(isinstance(a, ast.Starred) for a in args)
+
+
+def _dim(node: ast.expr, name: str) -> int:
+    """A dim argument: an integer written as such (``1``, ``-1``)."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        sign, node = -1, node.operand
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int)
+        and not isinstance(node.value, bool)
+        and node.value < 64
+    ):
+        return sign * node.value
+    raise ExpressionError(
+        f"the dim of {name}() must be a small integer such as 0, 1 or -1, not '{ast.unparse(node)}'"
+    )
 
 
 def walk(node: Node) -> Iterator[Node]:
@@ -344,6 +392,8 @@ def walk(node: Node) -> Iterator[Node]:
         elif isinstance(current, Binary):
             stack.extend((current.right, current.left))
         elif isinstance(current, Call):
+            if current.other is not None:
+                stack.append(current.other)
             stack.append(current.arg)
 
 
@@ -387,7 +437,7 @@ def constant_value(node: Node, limits: Limits) -> NumberValue | None:
     if isinstance(node, Unary):
         inner = constant_value(node.operand, limits)
         return None if inner is None else PY_UNARY[node.op](inner)  # type: ignore[return-value]
-    if isinstance(node, Binary):
+    if isinstance(node, Binary) and node.op != "@":
         left = constant_value(node.left, limits)
         right = constant_value(node.right, limits)
         if left is None or right is None:
@@ -410,7 +460,7 @@ def _check_constants(root: Node, limits: Limits) -> None:
         constant_value(node, limits)
 
 
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "**": 4}
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "**": 4}
 
 
 def unparse(node: Node) -> str:
@@ -420,7 +470,10 @@ def unparse(node: Node) -> str:
     if isinstance(node, Name):
         return node.id
     if isinstance(node, Call):
-        return f"{node.func}({unparse(node.arg)})"
+        args = [unparse(node.arg)]
+        args += [unparse(node.other)] if node.other is not None else []
+        args += [str(node.dim)] if node.dim is not None else []
+        return f"{node.func}({', '.join(args)})"
     if isinstance(node, Unary):
         inner = unparse(node.operand)
         if isinstance(node.operand, Binary) and _PRECEDENCE[node.operand.op] < _PRECEDENCE["**"]:
@@ -464,6 +517,21 @@ def broadcast(left: Shape, right: Shape, where: str) -> Shape:
     return tuple(reversed(result))
 
 
+def is_full_reduction(node: Node) -> bool:
+    """``sum(x)`` or ``mean(x)`` over all elements: what the elementwise model handles."""
+    return isinstance(node, Call) and node.func in REDUCTIONS and node.dim is None
+
+
+def is_elementwise(expression: Expression) -> bool:
+    """Only elementwise operations and full sum/mean (no dims, products or matrix algebra)."""
+    nodes = [n for s in expression.steps for n in walk(s.node)] + list(walk(expression.root))
+    return all(
+        not (isinstance(n, Binary) and n.op == "@")
+        and not (isinstance(n, Call) and n.func in TENSOR_FUNCTIONS and not is_full_reduction(n))
+        for n in nodes
+    )
+
+
 def infer_shape(node: Node, shapes: dict[str, Shape], limits: Limits) -> Shape:
     """The shape every subtree will have, checked before any tensor is built."""
     if isinstance(node, Num):
@@ -474,12 +542,16 @@ def infer_shape(node: Node, shapes: dict[str, Shape], limits: Limits) -> Shape:
         return infer_shape(node.operand, shapes, limits)
     if isinstance(node, Call):
         inner = infer_shape(node.arg, shapes, limits)
-        return () if node.func in REDUCTIONS else inner
-    shape = broadcast(
-        infer_shape(node.left, shapes, limits),
-        infer_shape(node.right, shapes, limits),
-        unparse(node),
-    )
+        if node.func in FUNCTIONS:
+            return inner
+        other = None if node.other is None else infer_shape(node.other, shapes, limits)
+        return _tensor_function_shape(node, inner, other)
+    left = infer_shape(node.left, shapes, limits)
+    right = infer_shape(node.right, shapes, limits)
+    if node.op == "@":
+        shape = matmul_shape(left, right, unparse(node))
+    else:
+        shape = broadcast(left, right, unparse(node))
     size = math.prod(shape)
     if size > limits.max_elements:
         raise LimitError(
@@ -487,6 +559,55 @@ def infer_shape(node: Node, shapes: dict[str, Shape], limits: Limits) -> Shape:
             f"the limit is {limits.max_elements} (raise it with --max-elements)"
         )
     return shape
+
+
+def _tensor_function_shape(node: Call, shape: Shape, other: Shape | None) -> Shape:
+    where = unparse(node)
+    if node.func == "T":
+        if len(shape) != 2:
+            raise ShapeError(
+                f"T() transposes a matrix (2-D); '{unparse(node.arg)}' has shape {list(shape)}"
+            )
+        return (shape[1], shape[0])
+    if node.func == "dot":
+        if len(shape) != 1 or other is None or shape != other:
+            raise ShapeError(
+                f"dot(a, b) takes two 1-D tensors of the same length; '{where}' has shapes "
+                f"{list(shape)} and {list(other or ())} (use @ for matrices)"
+            )
+        return ()
+    if node.dim is None:
+        return () if TENSOR_FUNCTIONS[node.func].dim != "required" else shape
+    if not shape:
+        raise ShapeError(f"'{where}': '{unparse(node.arg)}' is a single number; it has no dim")
+    if not -len(shape) <= node.dim < len(shape):
+        raise ShapeError(
+            f"'{where}': dim {node.dim} is out of range for shape {list(shape)} "
+            f"(use {-len(shape)}..{len(shape) - 1})"
+        )
+    if node.func in ("softmax", "log_softmax"):
+        return shape
+    axis = node.dim % len(shape)
+    return shape[:axis] + shape[axis + 1 :]
+
+
+def matmul_shape(left: Shape, right: Shape, where: str) -> Shape:
+    """``torch.matmul``'s shape rule: 1-D operands gain and lose a dim, batches broadcast."""
+    if not left or not right:
+        raise ShapeError(
+            f"'{where}': @ needs tensors of at least 1 dimension, not shapes {list(left)} and "
+            f"{list(right)}; use * to scale"
+        )
+    a = (1, *left) if len(left) == 1 else left
+    b = (*right, 1) if len(right) == 1 else right
+    if a[-1] != b[-2]:
+        raise ShapeError(
+            f"'{where}': shapes {list(left)} @ {list(right)} do not match ({a[-1]} columns "
+            f"against {b[-2]} rows)"
+        )
+    batch = broadcast(a[:-2], b[:-2], where)
+    shape = (*batch, *(() if len(left) == 1 else (a[-2],)), *(() if len(right) == 1 else (b[-1],)))
+    return tuple(shape)
 
 
 def program_shapes(
@@ -512,7 +633,8 @@ def cut(expression: Expression, target: Node, name: str) -> Expression:
         if isinstance(node, Binary):
             return Binary(node.op, swap(node.left), swap(node.right))
         if isinstance(node, Call):
-            return Call(node.func, swap(node.arg))
+            other = None if node.other is None else swap(node.other)
+            return Call(node.func, swap(node.arg), node.dim, other)
         return node
 
     steps = tuple(Step(s.name, swap(s.node)) for s in expression.steps)

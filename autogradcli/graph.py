@@ -67,7 +67,7 @@ def operands(node: Node) -> list[Node]:
     if isinstance(node, (Unary,)):
         return [node.operand]
     if isinstance(node, Call):
-        return [node.arg]
+        return [node.arg] if node.other is None else [node.arg, node.other]
     return []
 
 

@@ -33,10 +33,11 @@ from autogradcli.expression import (
     Unary,
     direct_inputs,
     infer_shape,
+    is_full_reduction,
     program_shapes,
     unparse,
 )
-from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS, REDUCTIONS
+from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS
 
 
 @dataclass
@@ -101,8 +102,12 @@ class SymbolicModel:
                 "**": lambda: left**right,
             }[node.op]()
         if isinstance(node, Call):
-            if node.func in REDUCTIONS:
+            if is_full_reduction(node):
                 return self._reduction(node)
+            if node.func not in FUNCTIONS:
+                raise ComputationError(
+                    f"{unparse(node)} is not elementwise; use the component-wise model"
+                )
             return FUNCTIONS[node.func].sympy(sp, self._build(node.arg))
         raise TypeError(f"unknown node {node!r}")
 

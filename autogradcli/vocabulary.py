@@ -83,11 +83,145 @@ FUNCTIONS: dict[str, Function] = {
     )
 }
 
-# Reductions over all elements, giving a 0-d tensor. The symbolic side treats each one
-# as a block of its own (see symbolic.py), so only the torch call is listed.
+
+@dataclass(frozen=True)
+class TensorFunction:
+    """A function over whole tensors (reductions, products, softmax): how PyTorch computes
+    it, and how it is written with NumPy arrays of SymPy terms (one term per element).
+
+    ``dim``: "none" (no dim argument), "optional" or "required" (an integer, as in PyTorch).
+    ``arity``: tensor arguments (2 for dot). ``components(sympy, np, a, b, dim)`` returns
+    an object array of SymPy expressions with the shape PyTorch's result has.
+    """
+
+    name: str
+    torch: Callable[..., Any]
+    components: Callable[..., Any]
+    dim: str = "none"
+    arity: int = 1
+    note: str = ""
+
+
+def _sum(sp: Any, np: Any, a: Any, b: Any, dim: int | None) -> Any:
+    return np.array(np.sum(a, axis=dim), dtype=object)
+
+
+def _mean(sp: Any, np: Any, a: Any, b: Any, dim: int | None) -> Any:
+    count = a.size if dim is None else a.shape[dim]
+    return np.array(np.sum(a, axis=dim) * sp.Rational(1, max(count, 1)), dtype=object)
+
+
+def _fold(pick: Any) -> Callable[..., Any]:
+    def fold(sp: Any, np: Any, a: Any, b: Any, dim: int | None) -> Any:
+        combine = np.frompyfunc(lambda u, v: getattr(sp, pick)(u, v), 2, 1)
+        flat = a.reshape(-1) if dim is None else a
+        return np.array(combine.reduce(flat, axis=0 if dim is None else dim), dtype=object)
+
+    return fold
+
+
+def _softmax(sp: Any, np: Any, a: Any, b: Any, dim: int | None) -> Any:
+    e = np.vectorize(sp.exp, otypes=[object])(a)
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _log_softmax(sp: Any, np: Any, a: Any, b: Any, dim: int | None) -> Any:
+    e = np.vectorize(sp.exp, otypes=[object])(a)
+    return a - np.vectorize(sp.log, otypes=[object])(np.sum(e, axis=dim, keepdims=True))
+
+
+def _logsumexp(sp: Any, np: Any, a: Any, b: Any, dim: int | None) -> Any:
+    e = np.vectorize(sp.exp, otypes=[object])(a)
+    return np.vectorize(sp.log, otypes=[object])(np.array(np.sum(e, axis=dim), dtype=object))
+
+
+TENSOR_FUNCTIONS: dict[str, TensorFunction] = {
+    f.name: f
+    for f in (
+        TensorFunction(
+            "sum",
+            torch=lambda torch, a, b, dim: torch.sum(a) if dim is None else torch.sum(a, dim=dim),
+            components=_sum,
+            dim="optional",
+        ),
+        TensorFunction(
+            "mean",
+            torch=lambda torch, a, b, dim: torch.mean(a) if dim is None else torch.mean(a, dim=dim),
+            components=_mean,
+            dim="optional",
+        ),
+        TensorFunction(
+            "prod",
+            torch=lambda torch, a, b, dim: torch.prod(a) if dim is None else torch.prod(a, dim=dim),
+            components=lambda sp, np, a, b, dim: np.array(np.prod(a, axis=dim), dtype=object),
+            dim="optional",
+        ),
+        TensorFunction(
+            "max",
+            torch=lambda torch, a, b, dim: (
+                torch.max(a) if dim is None else torch.max(a, dim=dim).values
+            ),
+            components=_fold("Max"),
+            dim="optional",
+            note="at a tie max is not differentiable; PyTorch splits the gradient evenly "
+            "between tied elements for max(x), and gives it all to the one index it returns "
+            "for max(x, dim)",
+        ),
+        TensorFunction(
+            "min",
+            torch=lambda torch, a, b, dim: (
+                torch.min(a) if dim is None else torch.min(a, dim=dim).values
+            ),
+            components=_fold("Min"),
+            dim="optional",
+            note="at a tie min is not differentiable; PyTorch splits the gradient evenly "
+            "between tied elements for min(x), and gives it all to the one index it returns "
+            "for min(x, dim)",
+        ),
+        TensorFunction(
+            "softmax",
+            torch=lambda torch, a, b, dim: torch.softmax(a, dim=dim),
+            components=_softmax,
+            dim="required",
+        ),
+        TensorFunction(
+            "log_softmax",
+            torch=lambda torch, a, b, dim: torch.log_softmax(a, dim=dim),
+            components=_log_softmax,
+            dim="required",
+        ),
+        TensorFunction(
+            "logsumexp",
+            torch=lambda torch, a, b, dim: torch.logsumexp(a, dim=dim),
+            components=_logsumexp,
+            dim="required",
+        ),
+        TensorFunction(
+            "norm",
+            torch=lambda torch, a, b, dim: torch.linalg.vector_norm(a),
+            components=lambda sp, np, a, b, dim: np.array(sp.sqrt(np.sum(a * a)), dtype=object),
+            note="the 2-norm of all elements; at 0 it is not differentiable and PyTorch uses 0",
+        ),
+        TensorFunction(
+            "dot",
+            torch=lambda torch, a, b, dim: torch.dot(a, b),
+            components=lambda sp, np, a, b, dim: np.array(np.dot(a, b), dtype=object),
+            arity=2,
+        ),
+        TensorFunction(
+            "T",
+            torch=lambda torch, a, b, dim: a.T,
+            components=lambda sp, np, a, b, dim: a.T,
+        ),
+    )
+}
+
+# The two reductions over all elements that the elementwise model of symbolic.py handles
+# as blocks of their own (with a dim, or for the other tensor functions, the component-wise
+# model of components.py is used).
 REDUCTIONS: dict[str, Callable[[Any, Any], Any]] = {
-    "sum": lambda torch, a: torch.sum(a),
-    "mean": lambda torch, a: torch.mean(a),
+    name: (lambda f: lambda torch, a: f.torch(torch, a, None, None))(TENSOR_FUNCTIONS[name])
+    for name in ("sum", "mean")
 }
 
 # Named constants, used unless a value is given for the name: (Python value, SymPy name).
@@ -104,5 +238,5 @@ KINKS: dict[str, str] = {
 
 
 def function_names() -> list[str]:
-    """All callable names of the language, functions then reductions."""
-    return [*FUNCTIONS, *REDUCTIONS]
+    """All callable names of the language: elementwise functions, then tensor functions."""
+    return [*FUNCTIONS, *TENSOR_FUNCTIONS]

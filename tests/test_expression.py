@@ -67,7 +67,7 @@ def test_unparse_round_trips(text):
         ("x.__class__", "attribute access cannot be used"),
         ("sin(x, y)", "sin() takes exactly one argument, e.g. sin(x)"),
         ("sin(x=1)", "sin() takes exactly one argument"),
-        ("sum(*x)", "sum() takes exactly one argument"),
+        ("sum(*x)", "sum() takes a tensor and a dim, e.g. sum(x) or sum(x, 0)"),
         ("(x).sin()", "only plain function names can be called"),
         ("import os", "import statements cannot be used; a program is steps NAME = EXPR"),
         ("y = x; y += 1; y", "augmented assignments (+= and the like) cannot be used"),
