@@ -198,6 +198,15 @@ MaxElementsOption = Annotated[
     int, typer.Option(min=1, help="Largest number of elements any tensor may have.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+NumericOption = Annotated[
+    bool,
+    typer.Option(
+        help="Add central finite differences in float64 (gradcheck's method) as a third check."
+    ),
+]
+MaxEntriesOption = Annotated[
+    int, typer.Option(min=1, help="Largest number of derivative entries to compute.")
+]
 
 
 @app.command(cls=GradCommand, epilog=GRAD_EPILOG)
@@ -248,6 +257,15 @@ def grad(
             help="Show the chain rule node by node as backward() ran it, checked by SymPy."
         ),
     ] = False,
+    numeric: NumericOption = False,
+    order: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=8,
+            help="The K-th derivative of an elementwise expression (create_graph=True, K times).",
+        ),
+    ] = 1,
     const: ConstOption = None,
     device: DeviceOption = "auto",
     dtype: DtypeOption = Dtype.float32,
@@ -264,6 +282,37 @@ def grad(
     json_output: JsonOption = False,
 ) -> None:
     """Compute gradients with autograd's backward() and check them against SymPy."""
+    if order > 1:
+        others = {
+            "--weights": weights is not None and weights.strip() != "ones",
+            "--repeat": repeat > 1,
+            "--same-graph": same_graph,
+            "--retain-graph": retain_graph,
+            "--zero-grad": zero_grad,
+            "--inspect": inspect,
+            "--retain-grad": bool(retain_grad),
+            "--explain": explain,
+        }
+        clash = [name for name, given in others.items() if given]
+        with _errors(ctx, json_output):
+            if clash:
+                raise VariableError(f"--order {order} cannot be combined with {clash[0]}")
+            from autogradcli.derivatives import compute_order
+
+            derived = compute_order(
+                expression,
+                _variables(var or []),
+                order,
+                const=const or [],
+                numeric=numeric,
+                device=device,
+                dtype=dtype.value,
+                rtol=rtol,
+                atol=atol,
+                seed=seed,
+                limits=Limits(max_elements=max_elements),
+            )
+        _print_derivatives(derived, json_output)
     with _errors(ctx, json_output):
         values = _variables(var or [])
         from autogradcli.gradient import compute_gradient
@@ -279,6 +328,7 @@ def grad(
             inspect=inspect,
             retain_grad=retain_grad or [],
             explain=explain,
+            numeric=numeric,
             const=const or [],
             device=device,
             dtype=dtype.value,
@@ -296,6 +346,100 @@ def grad(
 
         print_result(result)
     raise typer.Exit(0 if result.agree else 1)
+
+
+def _print_derivatives(result: Any, json_output: bool) -> NoReturn:
+    if json_output:
+        from autogradcli.render_json import dumps
+
+        typer.echo(dumps(result.to_dict()))
+    else:
+        from autogradcli.render_derivatives import print_derivatives
+
+        print_derivatives(result)
+    raise typer.Exit(0 if result.agree else 1)
+
+
+JACOBIAN_EPILOG = (
+    'Example: autograd-cli jacobian "x*sum(x)" --x "[1.0, 2.0]" --show-rows. '
+    "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=JACOBIAN_EPILOG)
+def jacobian(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    show_rows: Annotated[
+        bool,
+        typer.Option(help="Print each row with the one-hot external gradient that made it."),
+    ] = False,
+    numeric: NumericOption = False,
+    const: ConstOption = None,
+    device: DeviceOption = "auto",
+    dtype: DtypeOption = Dtype.float32,
+    seed: SeedOption = None,
+    max_elements: MaxElementsOption = Limits.max_elements,
+    max_entries: MaxEntriesOption = 100_000,
+    json_output: JsonOption = False,
+) -> None:
+    """The full Jacobian: one backward() per output element with a one-hot gradient."""
+    with _errors(ctx, json_output):
+        from autogradcli.derivatives import compute_jacobian
+
+        result = compute_jacobian(
+            expression,
+            _variables(var or []),
+            const=const or [],
+            numeric=numeric,
+            max_entries=max_entries,
+            device=device,
+            dtype=dtype.value,
+            seed=seed,
+            limits=Limits(max_elements=max_elements),
+        )
+    if not show_rows:
+        result.rows = []
+    _print_derivatives(result, json_output)
+
+
+HESSIAN_EPILOG = (
+    'Example: autograd-cli hessian "x**2*y + y**3" --x 1 --y 2. '
+    "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=HESSIAN_EPILOG)
+def hessian(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    numeric: NumericOption = False,
+    const: ConstOption = None,
+    device: DeviceOption = "auto",
+    dtype: DtypeOption = Dtype.float32,
+    seed: SeedOption = None,
+    max_elements: MaxElementsOption = Limits.max_elements,
+    max_entries: MaxEntriesOption = 100_000,
+    json_output: JsonOption = False,
+) -> None:
+    """Second derivatives of a one-element output, via create_graph=True, against SymPy."""
+    with _errors(ctx, json_output):
+        from autogradcli.derivatives import compute_hessian
+
+        result = compute_hessian(
+            expression,
+            _variables(var or []),
+            const=const or [],
+            numeric=numeric,
+            max_entries=max_entries,
+            device=device,
+            dtype=dtype.value,
+            seed=seed,
+            limits=Limits(max_elements=max_elements),
+        )
+    _print_derivatives(result, json_output)
 
 
 GRAPH_EPILOG = (

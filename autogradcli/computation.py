@@ -97,6 +97,13 @@ def forward(
     return Trace(out, steps, values, nodes)
 
 
+def forward_numpy(expression: Expression, values: dict[str, np.ndarray]) -> np.ndarray:
+    """The same computation in float64 on the CPU, without autograd (for finite differences)."""
+    env = {n: torch.as_tensor(v, dtype=torch.float64) for n, v in values.items()}
+    with torch.no_grad():
+        return to_numpy(forward(expression, env, torch.float64, torch.device("cpu")).out)
+
+
 def backward(
     out: torch.Tensor, weights: torch.Tensor | None, retain_graph: bool = False, context: str = ""
 ) -> None:

@@ -32,6 +32,7 @@ class Limits:
     max_depth: int = 200
     max_exponent: int = 1_000
     max_elements: int = 20_000_000
+    sympy_seconds: float = 20.0  # SymPy's exact check; past it, the numeric check stands in
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,12 @@ from autogradcli.expression import (
     Shape,
     cut,
     infer_shape,
+    is_elementwise,
     parse_expression,
     program_shapes,
 )
 from autogradcli.glossary import lookup
+from autogradcli.numeric import DEFAULT as NUMERIC
 from autogradcli.result import GradResult, PassResult, TensorResult, VariableResult
 from autogradcli.values import RandomSource, read_value
 
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     import torch
 
     from autogradcli.computation import Trace
-    from autogradcli.symbolic import SymbolicModel
+    from autogradcli.symbolic import Expected, SymbolicModel
 
 
 def check_names(
@@ -200,6 +202,7 @@ def compute_gradient(
     retain_grad: Iterable[str] = (),
     inspect: bool = False,
     explain: bool = False,
+    numeric: bool = False,
     const: Iterable[str] = (),
     device: str = "auto",
     dtype: str = "float32",
@@ -218,7 +221,9 @@ def compute_gradient(
     ``same_graph`` (``retain_graph`` keeps it alive); ``zero_grad`` clears ``.grad``
     between passes. ``retain_grad`` names steps (or ``all``) whose ``.grad`` to keep;
     it and ``inspect`` fill ``result.tensors``. ``explain`` records the first backward
-    pass node by node (``result.explanation``).
+    pass node by node (``result.explanation``). ``numeric`` adds central finite
+    differences in float64 as a third opinion; they are also the check when SymPy's
+    exact check is too large or gives no number.
     """
     if repeat < 1:
         raise VariableError(f"--repeat must be at least 1, not {repeat}")
@@ -278,9 +283,22 @@ def compute_gradient(
             for name in retained:
                 _tensor(trace, name).grad = None
     assert trace is not None
-    model = SymbolicModel(parsed, setup.shapes, setup.limits)
-    expected = model.evaluate(run.seen, run.seen_weights, differentiate)
+    notes: list[str] = []
+    model, expected = symbolic_check(run, notes)
+    numbers = None
+    if numeric or expected is None:
+        numbers = numeric_check(run)
+    if expected is None:
+        assert numbers is not None
+        expected = numbers
     rtol, atol = setup.rtol, setup.atol
+    if model is None:  # the numeric check is the reference: its own (looser) tolerance
+        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
+    if explain and model is None:
+        raise VariableError(
+            "--explain needs SymPy's exact check, which is not available here; "
+            "see the graph with autograd-cli graph"
+        )
 
     output = computation.to_numpy(trace.out)
     output_check = compare(output, expected.output, rtol, atol)
@@ -303,13 +321,28 @@ def compute_gradient(
             final, want = snapshots[-1][name], passes[-1].expected[name]
             check = compare(final, want, rtol, atol, expected.kinks[name])
             result.grad, result.expected = final, want
-            result.derivative = model.derivative_text(name)
-            result.chain = chain_rule(parsed, setup.shapes, name, setup.limits)
+            if isinstance(model, SymbolicModel):
+                result.derivative = model.derivative_text(name)
+                result.chain = chain_rule(parsed, setup.shapes, name, setup.limits)
+            elif model is not None:
+                ones = run.seen_weights.size == 1 or bool(np.all(run.seen_weights == 1))
+                result.derivative = model.derivative_text(name, ones)
             result.max_abs_error, result.agree = check.max_abs_error, check.agree
             result.notes = _notes(expected.kink_notes[name], check.excluded, want)
+            if numbers is not None and model is not None:
+                scale = times(repeat, True)
+                result.numeric = scale * numbers.grads[name]
+                numeric_check_ = compare(
+                    final,
+                    result.numeric,
+                    max(rtol, NUMERIC.rtol),
+                    max(atol, NUMERIC.atol),
+                    expected.kinks[name],
+                )
+                result.numeric_max_abs_error = numeric_check_.max_abs_error
+                result.numeric_agree = numeric_check_.agree
         variables[name] = result
 
-    notes = []
     if same_graph and not retain_graph and repeat > 1:
         notes.append(
             f"backward() ran {repeat} times on one graph without retain_graph=True and PyTorch "
@@ -344,6 +377,7 @@ def compute_gradient(
         mode=_mode(repeat, same_graph, retain_graph, zero_grad),
         zero_grad=zero_grad,
         notes=notes,
+        expected_by="SymPy" if model is not None else "numeric",
         tensors=tensors,
         explanation=explanation,
     )
@@ -384,6 +418,50 @@ def _tensor(trace: Trace, name: str) -> torch.Tensor:
     return trace.steps.get(name, trace.out)
 
 
+def symbolic_check(run: Run, notes: list[str]) -> tuple[Any, Expected | None]:
+    """SymPy's model and its expected values, or (None, None) with a note saying why the
+    exact check is not available (too large, or SymPy gives no number here)."""
+    from autogradcli.components import ComponentModel, TooLarge
+    from autogradcli.symbolic import NoClosedForm, SymbolicModel, SympyTimeout, time_limit
+
+    setup = run.setup
+    try:
+        with time_limit(setup.limits.sympy_seconds):
+            if is_elementwise(setup.expression):
+                model: Any = SymbolicModel(setup.expression, setup.shapes, setup.limits)
+            else:
+                model = ComponentModel(setup.expression, setup.shapes, setup.limits)
+            return model, model.evaluate(run.seen, run.seen_weights, setup.differentiate)
+    except TooLarge as exc:
+        notes.append(f"{exc}; checked numerically instead (central differences, float64)")
+    except (NoClosedForm, SympyTimeout) as exc:
+        notes.append(f"SymPy gives no number here ({exc}); checked numerically instead")
+    return None, None
+
+
+def numeric_check(run: Run) -> Expected:
+    """Central finite differences of the same computation in float64 on the CPU."""
+    from autogradcli.computation import forward_numpy
+    from autogradcli.numeric import numeric_vjp
+    from autogradcli.symbolic import Expected
+
+    setup = run.setup
+
+    def f(values: dict[str, np.ndarray]) -> np.ndarray:
+        return forward_numpy(setup.expression, values)
+
+    names = [n for n in setup.expression.variables if n in setup.differentiate]
+    weights = None if run.weight_tensor is None else run.seen_weights
+    grads = numeric_vjp(f, run.seen, weights, names)
+    shapes = setup.shapes
+    return Expected(
+        output=f(run.seen),
+        grads=grads,
+        kinks={n: np.zeros(shapes[n], dtype=bool) for n in names},
+        kink_notes={n: set() for n in names},
+    )
+
+
 def _retain(trace: Trace, names: list[str], explicit: bool) -> None:
     """``retain_grad()`` on each named tensor that autograd tracks."""
     for name in names:
@@ -411,7 +489,6 @@ def _inspect(
     itself in PyTorch, get ``y``'s whole gradient, as PyTorch gives it)."""
     from autogradcli.computation import to_numpy
     from autogradcli.graph import owners
-    from autogradcli.symbolic import SymbolicModel
 
     setup = run.setup
     rtol, atol = setup.rtol, setup.atol
@@ -428,7 +505,7 @@ def _inspect(
             is_leaf=tensor.is_leaf,
             grad_fn=None if tensor.grad_fn is None else type(tensor.grad_fn).__name__,
         )
-        if node is not None:
+        if node is not None and model is not None:
             row.value_expected = model.value(node, run.seen)
             check = compare(row.value, row.value_expected, rtol, atol)
             row.value_agree = check.agree
@@ -437,12 +514,14 @@ def _inspect(
         if leaf is not None and leaf in variables and variables[leaf].requires_grad:
             row.grad, row.grad_expected = variables[leaf].grad, variables[leaf].expected
             row.grad_agree = variables[leaf].agree
+        elif grad is not None and tensor.grad_fn is not None and model is None:
+            row.grad = grad  # no exact model to check it against (see the notes)
         elif grad is not None and tensor.grad_fn is not None:
             row.grad = grad
             origin = made_by[id(tensor.grad_fn)].node
             target = f"@{name}"
             shapes = {**setup.shapes, target: row.value.shape}
-            sub = SymbolicModel(cut(setup.expression, origin, target), shapes, setup.limits)
+            sub = type(model)(cut(setup.expression, origin, target), shapes, setup.limits)
             value = model.value(origin, run.seen)
             expected = sub.evaluate(
                 {**run.seen, target: value}, run.seen_weights, frozenset({target})

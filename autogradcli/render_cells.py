@@ -30,7 +30,7 @@ def format_array(array: np.ndarray | None) -> Text:
 
 
 def _number(value: float) -> str:
-    return f"{value:.6g}"
+    return f"{value + 0.0:.6g}"  # -0.0 shows as 0
 
 
 def mark(agree: bool | None) -> Text:

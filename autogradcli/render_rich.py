@@ -51,7 +51,13 @@ def render(result: GradResult) -> Group:
 
 def _output_table(result: GradResult) -> Table:
     table = Table(title="output", title_justify="left", box=None, show_header=True)
-    for column in ("", "value (torch)", "expected (SymPy)", "max abs error", "check"):
+    for column in (
+        "",
+        "value (torch)",
+        f"expected ({result.expected_by})",
+        "max abs error",
+        "check",
+    ):
         table.add_column(column, overflow="fold")
     table.add_row(
         f"{result.output_name} {list(result.output.shape)}",
@@ -65,37 +71,26 @@ def _output_table(result: GradResult) -> Table:
 
 def _gradient_table(result: GradResult) -> Table:
     table = Table(title="gradients", title_justify="left", show_lines=True)
-    for column in (
-        "variable",
-        "value",
-        ".grad\n(autograd)",
-        "expected\n(SymPy)",
-        "derivative\n(SymPy)",
-        "max abs\nerror",
-        "check",
-    ):
+    numeric = any(v.numeric is not None for v in result.variables.values())
+    columns = ["variable", "value", ".grad\n(autograd)", f"expected\n({result.expected_by})"]
+    columns += ["numeric\n(central diff.)"] if numeric else []
+    columns += ["derivative\n(SymPy)", "max abs\nerror", "check"]
+    for column in columns:
         table.add_column(column, overflow="fold")
     for v in result.variables.values():
         if v.requires_grad:
-            table.add_row(
-                v.name,
-                format_array(v.value),
-                format_array(v.grad),
-                format_array(v.expected),
-                v.derivative or "—",
-                error_text(v.max_abs_error),
-                mark(v.agree),
-            )
+            cells = [v.name, format_array(v.value), format_array(v.grad), format_array(v.expected)]
+            if numeric:
+                cells.append(format_array(v.numeric))
+            check = mark(v.agree)
+            if v.numeric_agree is not None:
+                check = Text.assemble(mark(v.agree), " SymPy\n", mark(v.numeric_agree), " numeric")
+            cells += [v.derivative or "—", error_text(v.max_abs_error), check]
+            table.add_row(*cells)
         else:
-            table.add_row(
-                v.name,
-                format_array(v.value),
-                "None",
-                "— (requires_grad=False)",
-                "—",
-                "—",
-                mark(None),
-            )
+            cells = [v.name, format_array(v.value), "None", "— (requires_grad=False)"]
+            cells += ["—"] if numeric else []
+            table.add_row(*cells, "—", "—", mark(None))
     return table
 
 
@@ -120,9 +115,14 @@ def _passes_table(result: GradResult) -> Table:
 
 
 def _verdict(result: GradResult) -> Text:
+    numeric = any(v.numeric_agree is not None for v in result.variables.values())
+    who = "SymPy, and the numeric check," if numeric else result.expected_by
+    if result.expected_by == "numeric":
+        who = "the numeric check"
     if result.agree:
-        return Text(f"{OK} autograd and SymPy agree", style="bold green")
+        return Text(f"{OK} autograd and {who} agree", style="bold green")
     failing = [n for n, v in result.variables.items() if v.agree is False]
+    failing += [f"{n} (numeric)" for n, v in result.variables.items() if v.numeric_agree is False]
     if not result.output_agree:
         failing.insert(0, "output")
     failing += [f"tensor {t.name}" for t in result.tensors or () if t.agree is False]
@@ -132,7 +132,7 @@ def _verdict(result: GradResult) -> Text:
         ]
         failing += [f"Jᵀw for {v.name}" for v in result.explanation.vjp if not v.agree]
     what = ", ".join(failing) or "a pass"
-    return Text(f"{BAD} autograd and SymPy disagree: {what}", style="bold red")
+    return Text(f"{BAD} autograd and {who} disagree: {what}", style="bold red")
 
 
 def print_result(result: GradResult, console: Console | None = None) -> None:

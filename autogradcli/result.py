@@ -22,6 +22,9 @@ class VariableResult:
     max_abs_error: float | None = None
     agree: bool | None = None
     notes: list[str] = field(default_factory=list)
+    numeric: np.ndarray | None = None  # central differences in float64 (--numeric)
+    numeric_max_abs_error: float | None = None
+    numeric_agree: bool | None = None
 
 
 @dataclass
@@ -98,11 +101,13 @@ class GradResult:
     notes: list[str] = field(default_factory=list)
     tensors: list[TensorResult] | None = None
     explanation: Explanation | None = None
+    expected_by: str = "SymPy"  # or "numeric" when SymPy's exact check was not available
 
     @property
     def agree(self) -> bool:
         checks = [self.output_agree, *(p.agree for p in self.passes)]
         checks += [v.agree for v in self.variables.values() if v.agree is not None]
+        checks += [v.numeric_agree for v in self.variables.values() if v.numeric_agree is not None]
         checks += [t.agree for t in self.tensors or () if t.agree is not None]
         if self.explanation is not None:
             checks.append(self.explanation.agree)
@@ -115,6 +120,7 @@ class GradResult:
             "device": self.device,
             "dtype": self.dtype,
             "tolerance": {"rtol": self.rtol, "atol": self.atol},
+            "expected_by": self.expected_by,
             "seed": self.seed,
             "output": {
                 "name": self.output_name,
@@ -136,6 +142,9 @@ class GradResult:
                     "chain_rule": v.chain,
                     "max_abs_error": v.max_abs_error,
                     "agree": v.agree,
+                    "numeric": _maybe(v.numeric),
+                    "numeric_max_abs_error": v.numeric_max_abs_error,
+                    "numeric_agree": v.numeric_agree,
                     "notes": v.notes,
                 }
                 for name, v in self.variables.items()
@@ -259,5 +268,98 @@ class Explanation:
             "nodes": [s.to_dict() for s in self.steps],
             "weights": _maybe(self.weights),
             "vjp": {v.name: v.to_dict() for v in self.vjp},
+            "agree": self.agree,
+        }
+
+
+@dataclass
+class Block:
+    """One block of derivatives (a Jacobian per input, a Hessian per pair of inputs, a K-th
+    derivative per input): autograd's numbers, a torch cross-check, and the reference."""
+
+    key: str
+    autograd: np.ndarray
+    cross: np.ndarray | None  # torch.autograd.functional's answer, where there is one
+    cross_name: str
+    expected: np.ndarray  # SymPy's (or numeric, see DerivativeResult.expected_by)
+    max_abs_error: float
+    agree: bool = True
+    cross_agree: bool | None = None
+    excluded: int = 0
+    numeric: np.ndarray | None = None
+    numeric_agree: bool | None = None
+
+    @property
+    def all_agree(self) -> bool:
+        return self.agree and self.cross_agree is not False and self.numeric_agree is not False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shape": list(self.autograd.shape),
+            "autograd": plain(self.autograd),
+            "cross_check": None
+            if self.cross is None
+            else {"by": self.cross_name, "value": plain(self.cross), "agree": self.cross_agree},
+            "expected": plain(self.expected),
+            "max_abs_error": self.max_abs_error,
+            "excluded": self.excluded,
+            "numeric": _maybe(self.numeric),
+            "numeric_agree": self.numeric_agree,
+            "agree": self.all_agree,
+        }
+
+
+@dataclass
+class JacobianRow:
+    """One backward pass of the Jacobian: the one-hot external gradient and the grads."""
+
+    index: tuple[int, ...]
+    one_hot: np.ndarray
+    grads: dict[str, np.ndarray]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": list(self.index),
+            "one_hot": plain(self.one_hot),
+            "grads": {n: plain(g) for n, g in self.grads.items()},
+        }
+
+
+@dataclass
+class DerivativeResult:
+    """What ``jacobian``, ``hessian`` or ``grad --order K`` found; ``agree`` is the verdict."""
+
+    kind: str  # "jacobian", "hessian" or "order K"
+    expression: str
+    device: str
+    dtype: str
+    rtol: float
+    atol: float
+    output_shape: list[int]
+    values: dict[str, np.ndarray]
+    blocks: list[Block]
+    rows: list[JacobianRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    expected_by: str = "SymPy"
+    derivatives: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def agree(self) -> bool:
+        return all(b.all_agree for b in self.blocks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "expression": self.expression,
+            "device": self.device,
+            "dtype": self.dtype,
+            "tolerance": {"rtol": self.rtol, "atol": self.atol},
+            "expected_by": self.expected_by,
+            "output_shape": self.output_shape,
+            "values": {n: plain(v) for n, v in self.values.items()},
+            "blocks": {b.key: b.to_dict() for b in self.blocks},
+            "derivatives": self.derivatives or None,
+            "rows": [r.to_dict() for r in self.rows],
+            "notes": self.notes,
             "agree": self.agree,
         }

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -318,10 +321,12 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
         if isinstance(node, (sp.Max, sp.Min)):
             pick = np.maximum if isinstance(node, sp.Max) else np.minimum
             return reduce(pick, (value(a) for a in node.args))
-        raise ComputationError(
-            f"SymPy's result contains {node}, which has no real numeric value here; "
-            "check the expression's domain"
-        )
+        if node.has(sp.I) or node.is_real is False:
+            raise ComputationError(
+                f"SymPy's result contains {node}, which has no real numeric value here; "
+                "check the expression's domain"
+            )
+        raise NoClosedForm(f"SymPy leaves {node} unevaluated")
 
     return np.asarray(value(expr), dtype=np.float64)
 
@@ -333,6 +338,34 @@ def _to_float(number: sp.Expr) -> float:
         return float(number)
     except (OverflowError, TypeError):
         return math.copysign(math.inf, 1 if number.is_positive else -1)
+
+
+class NoClosedForm(ComputationError):
+    """SymPy's derivative contains something with no numeric value (Derivative, Subs...)."""
+
+
+class SympyTimeout(ComputationError):
+    """SymPy's exact check took longer than allowed."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``SympyTimeout`` after ``seconds`` (main thread on POSIX; elsewhere no limit)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable or seconds <= 0:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise SympyTimeout(f"SymPy took more than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 MAX_CHAIN_PATHS = 6

@@ -1,0 +1,246 @@
+"""The SymPy side for tensor algebra: one SymPy term per element.
+
+Every input element gets its own real symbol (``W[0,1]``); the expression is built with
+NumPy arrays of SymPy terms (``@`` is NumPy's matmul on those terms, ``softmax`` is
+``exp(x_i) / sum_j exp(x_j)``, see ``TENSOR_FUNCTIONS``), and every derivative is
+``sympy.diff`` of one output term by one input symbol. Nothing is taken from PyTorch.
+This is exact but grows with the sizes, so it runs up to ``MAX_EXACT_ENTRIES`` Jacobian
+entries (output elements times input elements); beyond that the caller checks numerically.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from autogradcli.errors import LimitError
+from autogradcli.expression import (
+    PY_BINARY,
+    PY_UNARY,
+    Binary,
+    Call,
+    Expression,
+    Limits,
+    Name,
+    Node,
+    Num,
+    Shape,
+    Unary,
+    infer_shape,
+    program_shapes,
+    walk,
+)
+from autogradcli.symbolic import Expected, evaluate_numeric
+from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS, TENSOR_FUNCTIONS
+
+MAX_EXACT_ENTRIES = 4096  # output elements x input elements, for the exact SymPy check
+MAX_EXACT_INPUTS = 256  # input elements, checked before any SymPy term is built
+MAX_EXACT_WORK = 200_000  # nodes of all output terms x input elements (what sympy.diff walks)
+
+
+class TooLarge(LimitError):
+    """The component-wise check would be too large; the caller falls back to numerics."""
+
+
+def element_symbols(name: str, shape: Shape) -> np.ndarray:
+    """``x`` -> array of symbols ``x[0]``, ``x[1]``, ... (``x`` itself for a 0-d input)."""
+    if not shape:
+        return np.array(sp.Symbol(name, real=True), dtype=object)
+    cells = [
+        sp.Symbol(f"{name}[{','.join(map(str, index))}]", real=True)
+        for index in itertools.product(*(range(n) for n in shape))
+    ]
+    return np.array(cells, dtype=object).reshape(shape)
+
+
+class ComponentModel:
+    """The expression as an array of SymPy terms over per-element input symbols."""
+
+    def __init__(
+        self,
+        expression: Expression,
+        shapes: dict[str, Shape],
+        limits: Limits | None = None,
+        max_entries: int = MAX_EXACT_ENTRIES,
+    ) -> None:
+        self.expression = expression
+        self.limits = limits or Limits()
+        self.shapes = program_shapes(expression, shapes, self.limits)
+        inputs = sum(math.prod(shapes[n]) for n in expression.variables)
+        self.symbols = {n: element_symbols(n, shapes[n]) for n in expression.variables}
+        self._steps: dict[str, np.ndarray] = {}
+        nodes = [*(s.node for s in expression.steps), expression.root]
+        self.uses = {n.func for root in nodes for n in walk(root) if isinstance(n, Call)}
+
+        out_shape = infer_shape(expression.root, self.shapes, self.limits)
+        entries = math.prod(out_shape) * inputs
+        if inputs > MAX_EXACT_INPUTS:
+            raise TooLarge(
+                f"the exact SymPy check covers up to {MAX_EXACT_INPUTS} input elements; "
+                f"this one has {inputs}"
+            )
+        if entries > max_entries:
+            raise TooLarge(
+                f"the exact SymPy check covers up to {max_entries} Jacobian entries (output "
+                f"elements x input elements); this one has {entries}"
+            )
+        self.output = self.build(expression.root)
+        nodes = 0
+        for term in self.output.reshape(-1):
+            for _ in sp.preorder_traversal(term):
+                nodes += 1
+                if nodes * inputs > MAX_EXACT_WORK:
+                    raise TooLarge(
+                        f"the exact SymPy check covers up to {MAX_EXACT_WORK} (SymPy term nodes x "
+                        f"input elements); this expression has more ({inputs} input elements)"
+                    )
+        self._jacobians: dict[str, np.ndarray] = {}
+
+    def build(self, node: Node) -> np.ndarray:
+        """The object array of SymPy terms for a subtree."""
+        if isinstance(node, Num):
+            value = sp.Integer(node.value) if isinstance(node.value, int) else sp.Float(node.value)
+            return np.array(value, dtype=object)
+        if isinstance(node, Name):
+            if node.id in self.symbols:
+                return self.symbols[node.id]
+            step = self.expression.step(node.id)
+            if step is not None:
+                if node.id not in self._steps:
+                    self._steps[node.id] = self.build(step.node)
+                return self._steps[node.id]
+            return np.array(getattr(sp, CONSTANTS[node.id][1]), dtype=object)
+        if isinstance(node, Unary):
+            return np.array(PY_UNARY[node.op](self.build(node.operand)), dtype=object)
+        if isinstance(node, Binary):
+            left, right = self.build(node.left), self.build(node.right)
+            if node.op == "**":
+                return np.array(np.vectorize(sp.Pow, otypes=[object])(left, right), dtype=object)
+            return np.array(PY_BINARY[node.op](left, right), dtype=object)
+        assert isinstance(node, Call)
+        arg = self.build(node.arg)
+        if node.func in FUNCTIONS:
+            entry = FUNCTIONS[node.func]
+            return np.array(
+                np.vectorize(lambda t: entry.sympy(sp, t), otypes=[object])(arg), dtype=object
+            )
+        other = None if node.other is None else self.build(node.other)
+        return np.array(
+            TENSOR_FUNCTIONS[node.func].components(sp, np, arg, other, node.dim), dtype=object
+        )
+
+    def jacobian(self, name: str) -> np.ndarray:
+        """SymPy's ``d out_i / d name_j``, shaped ``out.shape + name.shape``, cached."""
+        if name not in self._jacobians:
+            outs = self.output.reshape(-1)
+            ins = self.symbols[name].reshape(-1)
+            table = np.empty((outs.size, ins.size), dtype=object)
+            for i, term in enumerate(outs):
+                free = term.free_symbols if isinstance(term, sp.Basic) else set()
+                for j, symbol in enumerate(ins):
+                    table[i, j] = sp.diff(term, symbol) if symbol in free else sp.Integer(0)
+            self._jacobians[name] = table.reshape(self.output.shape + self.symbols[name].shape)
+        return self._jacobians[name]
+
+    def environment(self, values: dict[str, np.ndarray]) -> dict[sp.Symbol, np.ndarray]:
+        env: dict[sp.Symbol, np.ndarray] = {}
+        for name, symbols in self.symbols.items():
+            data = np.asarray(values[name], dtype=np.float64).reshape(-1)
+            for symbol, number in zip(symbols.reshape(-1), data, strict=True):
+                env[symbol] = np.asarray(number)
+        return env
+
+    def numbers(
+        self, terms: np.ndarray, env: dict[sp.Symbol, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, set[str]]:
+        """Values of an array of terms, where a jump sits at its jump, and the notes."""
+        flat = terms.reshape(-1)
+        out = np.empty(flat.size)
+        kinks = np.zeros(flat.size, dtype=bool)
+        notes: set[str] = set()
+        with np.errstate(all="ignore"):
+            for k, term in enumerate(flat):
+                expr = sp.sympify(term)
+                out[k] = float(evaluate_numeric(expr, env))
+                for atom in expr.atoms(sp.Heaviside, sp.sign):
+                    if float(evaluate_numeric(atom.args[0], env)) == 0:
+                        kinks[k] = True
+                        notes |= _kink_notes(atom, self.uses)
+        return out.reshape(terms.shape), kinks.reshape(terms.shape), notes
+
+    def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
+        """SymPy's value of any subtree at ``values``, in float64."""
+        return self.numbers(self.build(node), self.environment(values))[0]
+
+    def jacobian_values(
+        self, values: dict[str, np.ndarray], name: str
+    ) -> tuple[np.ndarray, np.ndarray, set[str]]:
+        """The Jacobian with respect to ``name`` at ``values`` (numbers, kinks, notes)."""
+        return self.numbers(self.jacobian(name), self.environment(values))
+
+    def evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray,
+        differentiate: frozenset[str],
+    ) -> Expected:
+        """Output value and ``J^T w`` per variable (as ``backward(w)`` computes it)."""
+        env = self.environment(values)
+        output = self.numbers(self.output, env)[0]
+        w = np.broadcast_to(np.asarray(weights, dtype=np.float64), output.shape).reshape(-1)
+        expected = Expected(output=output, grads={}, kinks={}, kink_notes={})
+        for name in self.expression.variables:
+            if name not in differentiate:
+                continue
+            jac, kinks, notes = self.numbers(self.jacobian(name), env)
+            rows = jac.reshape(w.size, -1)
+            with np.errstate(all="ignore"):
+                grad = np.array([np.sum(w * rows[:, j]) for j in range(rows.shape[1])])
+            mask = (kinks.reshape(w.size, -1) & (w != 0)[:, None]).any(axis=0)
+            shape = self.shapes[name]
+            expected.grads[name] = grad.reshape(shape)
+            expected.kinks[name] = mask.reshape(shape)
+            expected.kink_notes[name] = notes if mask.any() else set()
+        return expected
+
+    def derivative_text(self, name: str, weights_are_ones: bool) -> str:
+        """A readable SymPy derivative: the whole one for small cases, else one entry."""
+        jac = self.jacobian(name)
+        outs = self.output.size
+        if outs == 1 and jac.size == 1:
+            return str(jac.reshape(-1)[0])
+        first = self.symbols[name].reshape(-1)[0]
+        if outs == 1:
+            return f"∂out/∂{first} = {jac.reshape(-1)[0]} (component-wise; one per element)"
+        total = sum(jac.reshape(outs, -1)[:, 0]) if weights_are_ones else None
+        if total is not None:
+            return f"∂sum(out)/∂{first} = {sp.simplify(total)} (component-wise)"
+        return f"J = ∂out/∂{name}: {jac.size} entries (component-wise; see autograd-cli jacobian)"
+
+
+def hessian_terms(model: ComponentModel, a: str, b: str) -> np.ndarray:
+    """SymPy's second derivatives of a one-element output, shaped ``a.shape + b.shape``."""
+    first = model.jacobian(a).reshape(-1)
+    rows = []
+    for term in first:
+        free = term.free_symbols if isinstance(term, sp.Basic) else set()
+        rows.append(
+            [sp.diff(term, s) if s in free else sp.Integer(0) for s in model.symbols[b].reshape(-1)]
+        )
+    table = np.array(rows, dtype=object)
+    return table.reshape(model.symbols[a].shape + model.symbols[b].shape)
+
+
+def _kink_notes(atom: Any, uses: set[str]) -> set[str]:
+    """Notes for a jump: a Heaviside comes from relu or from max/min at a tie (SymPy writes
+    both the same way), a sign from abs."""
+    if isinstance(atom, sp.Heaviside):
+        found = {TENSOR_FUNCTIONS[f].note for f in ("max", "min") if f in uses}
+        if "relu" in uses or not found:
+            found.add(KINKS["Heaviside"])
+        return found
+    return {KINKS[type(atom).__name__]}

@@ -1,0 +1,352 @@
+"""Beyond one ``.grad``: the full Jacobian (one backward pass per output element, as seed
+003 builds it), the Hessian (``create_graph=True``), and the K-th derivative of an
+elementwise expression, each checked against SymPy, with finite differences as a third
+opinion or as the check when SymPy's exact check is too large.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from autogradcli.compare import compare
+from autogradcli.errors import LimitError, VariableError
+from autogradcli.expression import Call, Limits, is_elementwise, walk
+from autogradcli.gradient import Run, prepare, start
+from autogradcli.numeric import DEFAULT as NUMERIC
+from autogradcli.result import Block, DerivativeResult, JacobianRow
+from autogradcli.vocabulary import REDUCTIONS
+
+if TYPE_CHECKING:
+    import torch
+
+MAX_ORDER = 8
+MAX_JACOBIAN_ENTRIES = 100_000  # output elements x input elements, before any backward pass
+
+
+def _setup(expression: str, values: Mapping[str, Any], const: Iterable[str], **options: Any) -> Run:
+    setup = prepare(expression, values, const=const, **options)
+    if not setup.differentiate:
+        raise VariableError("every input is --const: there is nothing to differentiate")
+    return start(setup)
+
+
+def _forward_function(run: Run, names: list[str]) -> Any:
+    """``f(*tensors)`` for torch.autograd.functional: the inputs in ``names`` replaced."""
+    from autogradcli import computation
+    from autogradcli.devices import resolve_dtype
+
+    def f(*tensors: torch.Tensor) -> torch.Tensor:
+        env = {**run.leaves, **dict(zip(names, tensors, strict=True))}
+        dtype = resolve_dtype(run.setup.dtype)
+        return computation.forward(run.setup.expression, env, dtype, run.device).out
+
+    return f
+
+
+def _numeric_forward(run: Run) -> Any:
+    from autogradcli.computation import forward_numpy
+
+    return lambda values: forward_numpy(run.setup.expression, values)
+
+
+def _exact(run: Run, notes: list[str]) -> Any:
+    """SymPy's component-wise model, or None (with a note) when it is too large or slow."""
+    from autogradcli.components import ComponentModel, TooLarge
+    from autogradcli.symbolic import NoClosedForm, SympyTimeout, time_limit
+
+    setup = run.setup
+    try:
+        with time_limit(setup.limits.sympy_seconds):
+            return ComponentModel(setup.expression, setup.shapes, setup.limits)
+    except TooLarge as exc:
+        notes.append(f"{exc}; checked numerically instead (central differences, float64)")
+    except (NoClosedForm, SympyTimeout) as exc:
+        notes.append(f"SymPy gives no number here ({exc}); checked numerically instead")
+    return None
+
+
+def _block(
+    run: Run,
+    key: str,
+    autograd: np.ndarray,
+    cross: np.ndarray | None,
+    cross_name: str,
+    expected: np.ndarray,
+    kinks: np.ndarray | None,
+    numeric: np.ndarray | None,
+    exact: bool,
+) -> Block:
+    setup = run.setup
+    rtol, atol = setup.rtol, setup.atol
+    if not exact:
+        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
+    check = compare(autograd, expected, rtol, atol, kinks)
+    block = Block(key, autograd, cross, cross_name, expected, check.max_abs_error)
+    block.agree = check.agree
+    if cross is not None:
+        block.cross_agree = compare(autograd, cross, setup.rtol, setup.atol).agree
+    block.excluded = check.excluded
+    if numeric is not None:
+        n = compare(autograd, numeric, max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol), kinks)
+        block.numeric, block.numeric_agree = numeric, n.agree
+    return block
+
+
+def compute_jacobian(
+    expression: str,
+    values: Mapping[str, Any],
+    *,
+    const: Iterable[str] = (),
+    numeric: bool = False,
+    max_entries: int = MAX_JACOBIAN_ENTRIES,
+    **options: Any,
+) -> DerivativeResult:
+    """The Jacobian ``d out / d x`` per input, shaped ``out.shape + x.shape``: one
+    ``backward(one_hot, retain_graph=True)`` per output element (rows kept for display),
+    cross-checked with ``torch.autograd.functional.jacobian`` and checked against SymPy."""
+    import torch
+
+    from autogradcli.computation import to_numpy
+    from autogradcli.numeric import numeric_jacobian
+
+    run = _setup(expression, values, const, **options)
+    setup = run.setup
+    names = [n for n in setup.expression.variables if n in setup.differentiate]
+    rows_count = math.prod(setup.out_shape)
+    entries = rows_count * sum(math.prod(setup.shapes[n]) for n in names)
+    if entries > max_entries:
+        raise LimitError(
+            f"the Jacobian would have {entries} entries; the limit is {max_entries} "
+            "(raise it with --max-entries)"
+        )
+    out = run.forward().out
+    rows: list[JacobianRow] = []
+    autograd = {n: np.zeros(setup.out_shape + setup.shapes[n]) for n in names}
+    for i in range(rows_count):
+        one_hot = torch.zeros(rows_count, dtype=out.dtype, device=out.device)
+        one_hot[i] = 1
+        for n in names:
+            run.leaves[n].grad = None  # seed 003's x.grad.data.zero_() between rows
+        out.backward(one_hot.reshape(out.shape), retain_graph=True)
+        grads = {}
+        for n in names:
+            grad = run.leaves[n].grad
+            grads[n] = np.zeros(setup.shapes[n]) if grad is None else to_numpy(grad)
+            autograd[n].reshape(rows_count, -1)[i] = grads[n].reshape(-1)
+        index = np.unravel_index(i, setup.out_shape) if setup.out_shape else ()
+        rows.append(JacobianRow(tuple(int(k) for k in index), to_numpy(one_hot), grads))
+    functional = torch.autograd.functional.jacobian(
+        _forward_function(run, names), tuple(run.leaves[n] for n in names)
+    )
+    notes: list[str] = []
+    model = _exact(run, notes)
+    numbers = None
+    if numeric or model is None:
+        numbers = numeric_jacobian(_numeric_forward(run), run.seen, names)
+    blocks = []
+    for n, cross in zip(names, functional, strict=True):
+        if model is not None:
+            expected, kinks, kink_notes = model.jacobian_values(run.seen, n)
+            notes += sorted(kink_notes)
+        else:
+            assert numbers is not None
+            expected, kinks = numbers[n], None
+        blocks.append(
+            _block(
+                run,
+                n,
+                autograd[n],
+                to_numpy(cross),
+                "torch.autograd.functional.jacobian",
+                expected,
+                kinks,
+                None if numbers is None or model is None else numbers[n],
+                model is not None,
+            )
+        )
+    return _result(run, "jacobian", blocks, notes, model is not None, rows=rows)
+
+
+def compute_hessian(
+    expression: str,
+    values: Mapping[str, Any],
+    *,
+    const: Iterable[str] = (),
+    numeric: bool = False,
+    max_entries: int = MAX_JACOBIAN_ENTRIES,
+    **options: Any,
+) -> DerivativeResult:
+    """Second derivatives of a one-element output for every pair of inputs, by
+    differentiating ``grad(out, create_graph=True)`` again, cross-checked with
+    ``torch.autograd.functional.hessian`` and checked against SymPy's Hessian."""
+    import torch
+
+    from autogradcli.components import hessian_terms
+    from autogradcli.computation import to_numpy
+    from autogradcli.numeric import numeric_hessian
+
+    run = _setup(expression, values, const, **options)
+    setup = run.setup
+    if math.prod(setup.out_shape) != 1:
+        raise VariableError(
+            f"the Hessian needs a one-element output; this one has shape {list(setup.out_shape)}; "
+            "reduce it with sum(...) or mean(...), or use autograd-cli jacobian"
+        )
+    names = [n for n in setup.expression.variables if n in setup.differentiate]
+    size = sum(math.prod(setup.shapes[n]) for n in names)
+    if size * size > max_entries:
+        raise LimitError(
+            f"the Hessian would have {size * size} entries; the limit is {max_entries} "
+            "(raise it with --max-entries)"
+        )
+    out = run.forward().out.reshape(())
+    leaves = [run.leaves[n] for n in names]
+    first = torch.autograd.grad(out, leaves, create_graph=True, allow_unused=True)
+    autograd: dict[tuple[str, str], np.ndarray] = {}
+    for a, g in zip(names, first, strict=True):
+        shape_a = setup.shapes[a]
+        table = {b: np.zeros((math.prod(shape_a), math.prod(setup.shapes[b]))) for b in names}
+        if g is not None and g.requires_grad:
+            flat = g.reshape(-1)
+            for i in range(flat.numel()):
+                second = torch.autograd.grad(flat[i], leaves, retain_graph=True, allow_unused=True)
+                for b, h in zip(names, second, strict=True):
+                    if h is not None:
+                        table[b][i] = to_numpy(h).reshape(-1)
+        for b in names:
+            autograd[(a, b)] = table[b].reshape(shape_a + setup.shapes[b])
+    functional = torch.autograd.functional.hessian(_forward_function(run, names), tuple(leaves))
+    notes: list[str] = []
+    model = _exact(run, notes)
+    numbers = None
+    if numeric or model is None:
+        numbers = numeric_hessian(_numeric_forward(run), run.seen, names)
+    blocks = []
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            cross = functional[i][j]  # a tuple of inputs gives a tuple of tuples
+            if model is not None:
+                expected, kinks, kink_notes = model.numbers(
+                    hessian_terms(model, a, b), model.environment(run.seen)
+                )
+                notes += sorted(kink_notes)
+            else:
+                assert numbers is not None
+                expected, kinks = numbers[(a, b)], None
+            blocks.append(
+                _block(
+                    run,
+                    f"{a},{b}",
+                    autograd[(a, b)],
+                    to_numpy(cross).reshape(autograd[(a, b)].shape),
+                    "torch.autograd.functional.hessian",
+                    expected,
+                    kinks,
+                    None if numbers is None or model is None else numbers[(a, b)],
+                    model is not None,
+                )
+            )
+    return _result(run, "hessian", blocks, notes, model is not None)
+
+
+def compute_order(
+    expression: str,
+    values: Mapping[str, Any],
+    order: int,
+    *,
+    const: Iterable[str] = (),
+    numeric: bool = False,
+    **options: Any,
+) -> DerivativeResult:
+    """The K-th derivative of an elementwise expression per input, by differentiating
+    ``K`` times with ``create_graph=True`` (``grad_outputs`` ones each time), against
+    SymPy's ``diff(expr, x, K)``."""
+    import sympy as sp
+    import torch
+
+    from autogradcli.computation import to_numpy
+    from autogradcli.numeric import numeric_derivative
+    from autogradcli.symbolic import SymbolicModel, evaluate_numeric, reduce_to_shape
+
+    if not 1 <= order <= MAX_ORDER:
+        raise VariableError(f"--order must be between 1 and {MAX_ORDER}, not {order}")
+    run = _setup(expression, values, const, **options)
+    setup = run.setup
+    parsed = setup.expression
+    nodes = [*(s.node for s in parsed.steps), parsed.root]
+    reduced = any(isinstance(n, Call) and n.func in REDUCTIONS for r in nodes for n in walk(r))
+    if not is_elementwise(parsed) or reduced:
+        raise VariableError(
+            "--order works on elementwise expressions (no sum, mean or matrix algebra); "
+            "for second derivatives of any scalar output use autograd-cli hessian"
+        )
+    names = [n for n in parsed.variables if n in setup.differentiate]
+    model = SymbolicModel(parsed, setup.shapes, setup.limits)
+    env = {model.symbols[n]: v for n, v in run.seen.items()}
+    blocks = []
+    derivatives: dict[str, str] = {}
+    for n in names:
+        g = run.forward().out
+        leaf = run.leaves[n]
+        for _ in range(order):
+            if not g.requires_grad:
+                g = torch.zeros_like(leaf)
+                break
+            (g,) = torch.autograd.grad(
+                g, leaf, grad_outputs=torch.ones_like(g), create_graph=True, allow_unused=True
+            )
+            if g is None:
+                g = torch.zeros_like(leaf)
+                break
+        autograd = to_numpy(g)
+        derivative = sp.diff(model.output.expr, model.symbols[n], order)
+        derivatives[n] = str(derivative)
+        with np.errstate(all="ignore"):
+            full = np.broadcast_to(evaluate_numeric(derivative, env), setup.out_shape)
+        expected = reduce_to_shape(full, setup.shapes[n])
+        numbers = None
+        if numeric:
+            f = _numeric_forward(run)
+
+            def along(v: np.ndarray, name: str = n, f: Any = f) -> np.ndarray:
+                return reduce_to_shape(
+                    np.broadcast_to(f({**run.seen, name: v}), setup.out_shape), setup.shapes[name]
+                )
+
+            numbers = numeric_derivative(along, run.seen[n], order)
+        blocks.append(_block(run, n, autograd, None, "", expected, None, numbers, True))
+    result = _result(run, f"order {order}", blocks, [], True)
+    result.derivatives = derivatives
+    return result
+
+
+def _result(
+    run: Run,
+    kind: str,
+    blocks: list[Block],
+    notes: list[str],
+    exact: bool,
+    rows: list[JacobianRow] | None = None,
+) -> DerivativeResult:
+    setup = run.setup
+    return DerivativeResult(
+        kind=kind,
+        expression=setup.expression.text,
+        device=str(run.device),
+        dtype=setup.dtype,
+        rtol=setup.rtol,
+        atol=setup.atol,
+        output_shape=list(setup.out_shape),
+        values=run.seen,
+        blocks=blocks,
+        rows=rows or [],
+        notes=list(dict.fromkeys(notes)),
+        expected_by="SymPy" if exact else "numeric",
+    )
+
+
+__all__ = ["Limits", "compute_hessian", "compute_jacobian", "compute_order"]
