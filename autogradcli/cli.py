@@ -165,10 +165,11 @@ GRAD_EPILOG = (
 ExpressionArg = Annotated[
     str,
     typer.Argument(
-        help="Expression in Python syntax: + - * / ** (or ^), sin cos tan asin acos atan "
+        help="Expression in Python syntax: + - * / ** (or ^) @, sin cos tan asin acos atan "
         "sinh cosh tanh asinh acosh atanh exp log log2 log10 sqrt abs sigmoid relu, "
-        "sum(...) mean(...), constants pi e; or a program of steps separated by ; or "
-        'newlines, e.g. "y = x + 2; z = y*y*3; out = mean(z)".',
+        "sum mean prod max min (x or x, dim), softmax log_softmax logsumexp (x, dim), "
+        "norm(x), dot(a, b), T(A) or A.T, constants pi e; or a program of steps separated "
+        'by ; or newlines, e.g. "y = x + 2; z = y*y*3; out = mean(z)".',
         show_default=False,
     ),
 ]

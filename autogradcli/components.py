@@ -187,8 +187,10 @@ class ComponentModel:
         values: dict[str, np.ndarray],
         weights: np.ndarray,
         differentiate: frozenset[str],
+        exact_zeros: bool = False,
     ) -> Expected:
-        """Output value and ``J^T w`` per variable (as ``backward(w)`` computes it)."""
+        """Output value and ``J^T w`` per variable (as ``backward(w)`` computes it);
+        ``exact_zeros``: a zero weight contributes 0 even against an infinite entry."""
         env = self.environment(values)
         output = self.numbers(self.output, env)[0]
         w = np.broadcast_to(np.asarray(weights, dtype=np.float64), output.shape).reshape(-1)
@@ -199,7 +201,10 @@ class ComponentModel:
             jac, kinks, notes = self.numbers(self.jacobian(name), env)
             rows = jac.reshape(w.size, -1)
             with np.errstate(all="ignore"):
-                grad = np.array([np.sum(w * rows[:, j]) for j in range(rows.shape[1])])
+                products = w[:, None] * rows
+                if exact_zeros:
+                    products = np.where(w[:, None] == 0, 0.0, products)
+                grad = products.sum(axis=0)
             mask = (kinks.reshape(w.size, -1) & (w != 0)[:, None]).any(axis=0)
             shape = self.shapes[name]
             expected.grads[name] = grad.reshape(shape)

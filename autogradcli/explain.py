@@ -35,12 +35,12 @@ from autogradcli.expression import (
     cut,
     infer_shape,
     is_full_reduction,
+    unparse,
 )
 from autogradcli.graph import Owner, label_of, operands, owners
 from autogradcli.result import Explanation, Flow, NodeStep, VjpCheck
 from autogradcli.symbolic import (
     Expected,
-    SymbolicModel,
     evaluate_numeric,
     find_kinks,
     reduce_to_shape,
@@ -116,7 +116,7 @@ def explain(
     run: Any,
     trace: Trace,
     recorder: Recorder,
-    model: SymbolicModel,
+    model: Any,
     expected: Expected,
     first_grads: dict[str, np.ndarray],
 ) -> Explanation:
@@ -182,7 +182,7 @@ def _operation_step(
     group: list[Any],
     trace: Trace,
     run: Any,
-    model: SymbolicModel,
+    model: Any,
     recorder: Recorder,
 ) -> NodeStep:
     setup = run.setup
@@ -194,7 +194,7 @@ def _operation_step(
     # SymPy: the output's derivative with respect to this intermediate tensor.
     target = f"@{index}"
     value = model.value(node, run.seen)
-    sub = SymbolicModel(cut(setup.expression, node, target), {**setup.shapes, target: value.shape})
+    sub = type(model)(cut(setup.expression, node, target), {**setup.shapes, target: value.shape})
     cut_expected = sub.evaluate({**run.seen, target: value}, run.seen_weights, frozenset({target}))
     want = cut_expected.grads[target]
     arriving_kinks = cut_expected.kinks[target]
@@ -220,8 +220,12 @@ def _operation_step(
     values = [trace.value_of(op) for op in inputs]
     tracked = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor) and v.requires_grad]
     same_tensor = len(tracked) == 2 and values[tracked[0]] is values[tracked[1]]
-    locals_ = _local_derivatives(node, inputs, values, setup.shapes, setup.limits)
-    elementwise = infer_shape(node, setup.shapes, setup.limits)
+    structural = _is_structural(node)
+    if structural:
+        sent_back = _structural_vjp(node, inputs, values, want, model, run)
+    else:
+        locals_ = _local_derivatives(node, inputs, values, setup.shapes, setup.limits)
+        elementwise = infer_shape(node, setup.shapes, setup.limits)
     for rank, k in enumerate(tracked):
         if same_tensor and len(edges) == 2:
             sent = [edges[rank][1]]
@@ -231,6 +235,20 @@ def _operation_step(
         if not grads:
             continue
         grad = grads[0] if len(grads) == 1 else np.sum(grads, axis=0)
+        if structural:
+            expected_grad, excluded = sent_back[k]
+            flow_check = compare(grad, expected_grad, setup.rtol, setup.atol, excluded)
+            step.flows.append(
+                Flow(
+                    label_of(inputs[k], setup.expression),
+                    f"J{k + 1}ᵀ (component-wise)",
+                    grad,
+                    expected_grad,
+                    flow_check.max_abs_error,
+                    flow_check.agree,
+                )
+            )
+            continue
         derivative, display = locals_[k]
         env = {sym: model.value(op, run.seen) for sym, op in _symbols(derivative, inputs)}
         shape = tuple(values[k].shape)
@@ -254,6 +272,39 @@ def _operation_step(
             )
         )
     return step
+
+
+def _is_structural(node: Node) -> bool:
+    """Matrix products and tensor functions other than a full sum/mean."""
+    if isinstance(node, Binary):
+        return node.op == "@"
+    return isinstance(node, Call) and node.func not in FUNCTIONS and not is_full_reduction(node)
+
+
+def _structural_vjp(
+    node: Node, inputs: list[Node], values: list[Any], want: np.ndarray, model: Any, run: Any
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """For an operation over whole tensors: SymPy's ``J_kᵀ g`` for each tensor input k,
+    with ``g`` SymPy's gradient arriving at the node (component-wise, one symbol per
+    element of the operation's own inputs)."""
+    from autogradcli.components import ComponentModel
+    from autogradcli.expression import Expression
+
+    names = [f"_{k}" for k in range(len(inputs))]
+    swapped = [Name(n) for n in names]
+    if isinstance(node, Binary):
+        local: Node = Binary(node.op, swapped[0], swapped[1])
+    else:
+        assert isinstance(node, Call)
+        other = swapped[1] if node.other is not None else None
+        local = Call(node.func, swapped[0], node.dim, other)
+    tensors = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    shapes = {names[k]: tuple(values[k].shape) for k in tensors}
+    numbers = {names[k]: model.value(inputs[k], run.seen) for k in tensors}
+    piece = Expression(unparse(local), local, tuple(names[k] for k in tensors))
+    sub = ComponentModel(piece, shapes, run.setup.limits)
+    e = sub.evaluate(numbers, want, frozenset(names[k] for k in tensors))
+    return {k: (e.grads[names[k]], e.kinks[names[k]]) for k in tensors}
 
 
 def _symbols(derivative: sp.Expr, inputs: list[Node]) -> list[tuple[sp.Symbol, Node]]:
@@ -319,7 +370,7 @@ def _display(op: Node) -> str:
 
 
 def _vjp_checks(
-    run: Any, model: SymbolicModel, first_grads: dict[str, np.ndarray]
+    run: Any, model: Any, first_grads: dict[str, np.ndarray]
 ) -> list[VjpCheck]:
     """``out.backward(w)`` is ``J^T w``: SymPy's Jacobian times w, and autograd's gradient of
     ``sum(out * w)``, beside the ``.grad`` backward(w) gave."""
