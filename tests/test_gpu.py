@@ -80,3 +80,26 @@ def test_cuda_graph():
         "MulBackward0",
         "AccumulateGrad",
     ]
+
+
+def test_cuda_jacobian_hessian_and_matmul_loss():
+    jac = cli("jacobian", "x*sum(x)", "--x", "[1.0, 2.0]", "--device", "cuda", "--json")
+    assert jac.exit_code == 0
+    assert jac.json()["blocks"]["x"]["autograd"] == [[4.0, 1.0], [2.0, 5.0]]
+    hess = cli("hessian", "x**2*y + y**3", "--x", "1", "--y", "2", "--device", "cuda", "--json")
+    assert hess.exit_code == 0 and hess.json()["blocks"]["y,y"]["autograd"] == 12.0
+    doc = grad_json(
+        "mean((W @ x + b - y)**2)",
+        "--W",
+        "[[1.,2],[3,4]]",
+        "--x",
+        "[1.,2]",
+        "--b",
+        "[0.,1]",
+        "--y",
+        "[1.,1]",
+        "--device",
+        "cuda",
+        "--numeric",
+    )
+    assert doc["device"] == "cuda:0" and doc["agree"] is True
