@@ -369,9 +369,7 @@ def _display(op: Node) -> str:
     return text if isinstance(op, (Name, Call, Num)) else f"({text})"
 
 
-def _vjp_checks(
-    run: Any, model: Any, first_grads: dict[str, np.ndarray]
-) -> list[VjpCheck]:
+def _vjp_checks(run: Any, model: Any, first_grads: dict[str, np.ndarray]) -> list[VjpCheck]:
     """``out.backward(w)`` is ``J^T w``: SymPy's Jacobian times w, and autograd's gradient of
     ``sum(out * w)``, beside the ``.grad`` backward(w) gave."""
     setup = run.setup

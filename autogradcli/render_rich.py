@@ -29,7 +29,11 @@ def render(result: GradResult) -> Group:
     for var in result.variables.values():
         if var.chain:
             parts.append(Text(f"chain rule: {var.chain}, expanded: {var.derivative}"))
+    if result.output_rounding:
+        parts.append(Text(f"output: {result.output_rounding}", style="yellow"))
     for var in result.variables.values():
+        if var.rounding:
+            parts.append(Text(f"{var.name}: {var.rounding}", style="yellow"))
         for note in var.notes:
             parts.append(Text(f"note ({var.name}): {note}", style="yellow"))
     for note in result.notes:

@@ -25,6 +25,7 @@ class VariableResult:
     numeric: np.ndarray | None = None  # central differences in float64 (--numeric)
     numeric_max_abs_error: float | None = None
     numeric_agree: bool | None = None
+    rounding: str | None = None  # a low-precision mismatch that float64 does not have
 
 
 @dataclass
@@ -102,6 +103,7 @@ class GradResult:
     tensors: list[TensorResult] | None = None
     explanation: Explanation | None = None
     expected_by: str = "SymPy"  # or "numeric" when SymPy's exact check was not available
+    output_rounding: str | None = None
 
     @property
     def agree(self) -> bool:
@@ -129,6 +131,7 @@ class GradResult:
                 "shape": list(self.output.shape),
                 "max_abs_error": self.output_max_abs_error,
                 "agree": self.output_agree,
+                "rounding": self.output_rounding,
             },
             "weights": None if self.weights is None else plain(self.weights),
             "variables": {
@@ -145,6 +148,7 @@ class GradResult:
                     "numeric": _maybe(v.numeric),
                     "numeric_max_abs_error": v.numeric_max_abs_error,
                     "numeric_agree": v.numeric_agree,
+                    "rounding": v.rounding,
                     "notes": v.notes,
                 }
                 for name, v in self.variables.items()
