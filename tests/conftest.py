@@ -44,3 +44,27 @@ def grad_json(*args: str) -> dict[str, Any]:
 @pytest.fixture
 def run_cli():
     return cli
+
+
+@pytest.fixture
+def wrong_sin(monkeypatch):
+    """``sin`` whose backward returns 2*cos(x): a real autograd error for the checks to catch."""
+    import torch
+
+    from autogradcli import vocabulary
+
+    class WrongSin(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: torch.Tensor) -> torch.Tensor:
+            ctx.save_for_backward(a)
+            return torch.sin(a)
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+            (a,) = ctx.saved_tensors
+            return grad * torch.cos(a) * 2
+
+    wrong = vocabulary.Function(
+        "sin", torch=lambda t, a: WrongSin.apply(a), sympy=lambda s, a: s.sin(a)
+    )
+    monkeypatch.setitem(vocabulary.FUNCTIONS, "sin", wrong)
