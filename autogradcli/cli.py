@@ -196,9 +196,32 @@ SeedOption = Annotated[
     ),
 ]
 MaxElementsOption = Annotated[
-    int, typer.Option(min=1, help="Largest number of elements any tensor may have.")
+    int,
+    typer.Option(
+        min=1, help="Largest number of elements any tensor may have.", rich_help_panel="Limits"
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+MaxLengthOption = Annotated[
+    int, typer.Option(min=1, help="Longest expression, in characters.", rich_help_panel="Limits")
+]
+MaxDepthOption = Annotated[
+    int, typer.Option(min=1, help="Deepest nesting of the expression.", rich_help_panel="Limits")
+]
+MaxExponentOption = Annotated[
+    int,
+    typer.Option(
+        min=1, help="Largest constant exponent of a variable (x**N).", rich_help_panel="Limits"
+    ),
+]
+SympyTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        help="Seconds for SymPy's exact check; past them the numeric check stands in.",
+        rich_help_panel="Limits",
+    ),
+]
 NumericOption = Annotated[
     bool,
     typer.Option(
@@ -206,7 +229,10 @@ NumericOption = Annotated[
     ),
 ]
 MaxEntriesOption = Annotated[
-    int, typer.Option(min=1, help="Largest number of derivative entries to compute.")
+    int,
+    typer.Option(
+        min=1, help="Largest number of derivative entries to compute.", rich_help_panel="Limits"
+    ),
 ]
 
 
@@ -280,6 +306,10 @@ def grad(
     ] = None,
     seed: SeedOption = None,
     max_elements: MaxElementsOption = Limits.max_elements,
+    max_length: MaxLengthOption = Limits.max_length,
+    max_depth: MaxDepthOption = Limits.max_depth,
+    max_exponent: MaxExponentOption = Limits.max_exponent,
+    sympy_timeout: SympyTimeoutOption = Limits.sympy_seconds,
     json_output: JsonOption = False,
 ) -> None:
     """Compute gradients with autograd's backward() and check them against SymPy."""
@@ -311,7 +341,7 @@ def grad(
                 rtol=rtol,
                 atol=atol,
                 seed=seed,
-                limits=Limits(max_elements=max_elements),
+                limits=Limits(max_length, max_depth, max_exponent, max_elements, sympy_timeout),
             )
         _print_derivatives(derived, json_output)
     with _errors(ctx, json_output):
@@ -336,7 +366,7 @@ def grad(
             rtol=rtol,
             atol=atol,
             seed=seed,
-            limits=Limits(max_elements=max_elements),
+            limits=Limits(max_length, max_depth, max_exponent, max_elements, sympy_timeout),
         )
     if json_output:
         from autogradcli.render_json import dumps
@@ -382,6 +412,10 @@ def jacobian(
     dtype: DtypeOption = Dtype.float32,
     seed: SeedOption = None,
     max_elements: MaxElementsOption = Limits.max_elements,
+    max_length: MaxLengthOption = Limits.max_length,
+    max_depth: MaxDepthOption = Limits.max_depth,
+    max_exponent: MaxExponentOption = Limits.max_exponent,
+    sympy_timeout: SympyTimeoutOption = Limits.sympy_seconds,
     max_entries: MaxEntriesOption = 100_000,
     json_output: JsonOption = False,
 ) -> None:
@@ -398,7 +432,7 @@ def jacobian(
             device=device,
             dtype=dtype.value,
             seed=seed,
-            limits=Limits(max_elements=max_elements),
+            limits=Limits(max_length, max_depth, max_exponent, max_elements, sympy_timeout),
         )
     if not show_rows:
         result.rows = []
@@ -422,6 +456,10 @@ def hessian(
     dtype: DtypeOption = Dtype.float32,
     seed: SeedOption = None,
     max_elements: MaxElementsOption = Limits.max_elements,
+    max_length: MaxLengthOption = Limits.max_length,
+    max_depth: MaxDepthOption = Limits.max_depth,
+    max_exponent: MaxExponentOption = Limits.max_exponent,
+    sympy_timeout: SympyTimeoutOption = Limits.sympy_seconds,
     max_entries: MaxEntriesOption = 100_000,
     json_output: JsonOption = False,
 ) -> None:
@@ -438,7 +476,7 @@ def hessian(
             device=device,
             dtype=dtype.value,
             seed=seed,
-            limits=Limits(max_elements=max_elements),
+            limits=Limits(max_length, max_depth, max_exponent, max_elements, sympy_timeout),
         )
     _print_derivatives(result, json_output)
 
@@ -473,6 +511,10 @@ def graph(
     dtype: DtypeOption = Dtype.float32,
     seed: SeedOption = None,
     max_elements: MaxElementsOption = Limits.max_elements,
+    max_length: MaxLengthOption = Limits.max_length,
+    max_depth: MaxDepthOption = Limits.max_depth,
+    max_exponent: MaxExponentOption = Limits.max_exponent,
+    sympy_timeout: SympyTimeoutOption = Limits.sympy_seconds,
     json_output: JsonOption = False,
 ) -> None:
     """Show the backward graph PyTorch records: grad_fn nodes down to the leaves."""
@@ -486,7 +528,7 @@ def graph(
             device=device,
             dtype=dtype.value,
             seed=seed,
-            limits=Limits(max_elements=max_elements),
+            limits=Limits(max_length, max_depth, max_exponent, max_elements, sympy_timeout),
         )
         to_stdout = dot is not None and str(dot) == "-"
         if to_stdout and json_output:

@@ -167,7 +167,8 @@ def parse_expression(
     limits = limits or Limits()
     if len(text) > limits.max_length:
         raise LimitError(
-            f"expression is {len(text)} characters long; the limit is {limits.max_length}"
+            f"expression is {len(text)} characters long; the limit is {limits.max_length} "
+            "(raise it with --max-length)"
         )
     if not text.strip():
         raise ExpressionError('the expression is empty; give one such as "2*x**2 + 1"')
@@ -184,7 +185,8 @@ def parse_expression(
         ) from None
     except (RecursionError, MemoryError):
         raise LimitError(
-            f"the expression is nested too deeply (limit {limits.max_depth} levels)"
+            "the expression is nested too deeply for Python's parser; write it with fewer "
+            "nested parentheses"
         ) from None
     except ValueError as exc:
         raise ExpressionError(f"cannot parse the expression: {exc}") from None
@@ -290,7 +292,10 @@ def _fresh(name: str, taken: set[str]) -> str:
 
 def _convert(node: ast.AST, depth: int, limits: Limits) -> Node:
     if depth > limits.max_depth:
-        raise LimitError(f"the expression is nested more than {limits.max_depth} levels deep")
+        raise LimitError(
+            f"the expression is nested more than {limits.max_depth} levels deep "
+            "(raise it with --max-depth)"
+        )
     if isinstance(node, ast.Constant):
         return _constant(node.value)
     if isinstance(node, ast.Name):
@@ -456,7 +461,8 @@ def _check_constants(root: Node, limits: Limits) -> None:
             exponent = constant_value(node.right, limits)
             if exponent is not None and abs(exponent) > limits.max_exponent:
                 raise LimitError(
-                    f"exponent {exponent:g} is larger than the limit {limits.max_exponent}"
+                    f"exponent {exponent:g} is larger than the limit {limits.max_exponent} "
+                    "(raise it with --max-exponent)"
                 )
         constant_value(node, limits)
 
