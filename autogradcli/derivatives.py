@@ -64,7 +64,9 @@ def _exact(run: Run, notes: list[str]) -> Any:
             return ComponentModel(setup.expression, setup.shapes, setup.limits)
     except TooLarge as exc:
         notes.append(f"{exc}; checked numerically instead (central differences, float64)")
-    except (NoClosedForm, SympyTimeout) as exc:
+    except SympyTimeout as exc:
+        notes.append(f"{exc} (--sympy-timeout); checked numerically instead")
+    except NoClosedForm as exc:
         notes.append(f"SymPy gives no number here ({exc}); checked numerically instead")
     return None
 

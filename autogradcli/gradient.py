@@ -508,7 +508,9 @@ def symbolic_check(run: Run, notes: list[str]) -> tuple[Any, Expected | None]:
             return model, model.evaluate(run.seen, run.seen_weights, setup.differentiate)
     except TooLarge as exc:
         notes.append(f"{exc}; checked numerically instead (central differences, float64)")
-    except (NoClosedForm, SympyTimeout) as exc:
+    except SympyTimeout as exc:
+        notes.append(f"{exc} (--sympy-timeout); checked numerically instead")
+    except NoClosedForm as exc:
         notes.append(f"SymPy gives no number here ({exc}); checked numerically instead")
     return None, None
 
