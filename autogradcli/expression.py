@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import math
+import re
+import unicodedata
 import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -172,6 +174,12 @@ def parse_expression(
         )
     if not text.strip():
         raise ExpressionError('the expression is empty; give one such as "2*x**2 + 1"')
+    for word in re.findall(r"[^\W\d]\w*", text):
+        plain = unicodedata.normalize("NFKC", word)
+        if plain != word:  # Python would silently read it as another name
+            raise ExpressionError(
+                f"the name '{word}' has characters Python reads as '{plain}'; write '{plain}'"
+            )
     source = "\n".join(line.strip() for line in text.replace("^", "**").strip().splitlines())
     try:
         module = ast.parse(source, mode="exec")

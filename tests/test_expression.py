@@ -84,6 +84,7 @@ def test_unparse_round_trips(text):
         ("y.z = x; x", "cannot assign in 'y.z = x': assign one plain name per step"),
         ("y = x\n  z = y +\n z", "cannot parse the expression at line 2, column"),
         ("", "the expression is empty"),
+        ("ｘ*2 + x", "the name 'ｘ' has characters Python reads as 'x'; write 'x'"),
         ("x\x00", "cannot parse the expression"),
         ("1/0*x", "division by zero in the constant 1/0"),
         ("(-8)**(1/3)*x", "is a complex number"),

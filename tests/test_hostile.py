@@ -1,0 +1,166 @@
+"""Hostile and malformed input: each one ends in one `Error:` line and exit 2, runs nothing
+(a sentinel file that any executed payload would create stays absent), allocates nothing
+large, and answers quickly."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import resource
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import cli
+
+SENTINEL = Path(os.environ.get("TMPDIR", "/tmp")) / "autograd_cli_hostile_sentinel"
+TOUCH = f"open('{SENTINEL}', 'w')"
+SYSTEM = f"__import__('os').system('touch {SENTINEL}')"
+
+EXPRESSIONS = [
+    SYSTEM,
+    TOUCH,
+    f'eval("{TOUCH}")',
+    f'exec("{TOUCH}")',
+    "getattr(x, '__class__')",
+    "x.__class__.__bases__[0].__subclasses__()",
+    "x.__dict__",
+    "x.grad",
+    "x.T.__class__",
+    "().__class__",
+    "[c for c in ().__class__.__mro__]",
+    "{k: 1 for k in x}",
+    "(y for y in x)",
+    "lambda: 1",
+    "lambda x: x",
+    "f'{x}'",
+    "'%s' % x",
+    "'{0.__class__}'.format(x)",
+    "b'x'",
+    "x[0]",
+    "x[::-1]",
+    "x if x else 1",
+    "x and 1",
+    "not x",
+    "x < 1",
+    "x := 1",
+    "import os",
+    "from os import system",
+    "del x",
+    "global x",
+    "def f(): pass",
+    "class A: pass",
+    "while True: pass",
+    "for i in range(9**9): pass",
+    "with open('f') as g: pass",
+    "try: x\nexcept: pass",
+    "assert x",
+    "raise SystemExit",
+    "async def f(): pass",
+    "yield x",
+    "await x",
+    "print(x)",
+    "breakpoint()",
+    "compile('1', 'f', 'eval')",
+    "globals()",
+    "vars()",
+    "type(x)",
+    "x @= x",
+    "*x",
+    "x; x",
+    "9**9**9**9*x",
+    "x**(10**10)",
+    "x*" + "9" * 5000,
+    "x+" * 6000 + "x",
+    "(" * 1000 + "x" + ")" * 1000,
+    "-" * 3000 + "x",
+    "sin(" * 500 + "x" + ")" * 500,
+    "x\x00",
+    "x\u202e*2",
+    "ｘ*2 + x",
+    "x\u200b*2",
+    "x ** 2 \\",
+    "\ufeffx",
+    "",
+    "   ",
+    "softmax(x, 10**100)",
+    "sum(x, dim=__import__('os'))",
+    "sum(x, x)",
+]
+
+VALUES = [
+    ["--x", SYSTEM],
+    ["--x", TOUCH],
+    ["--x", "__import__('os')"],
+    ["--x", "ones(10**12)"],
+    ["--x", "zeros(100000, 100000)"],
+    ["--x", "rand(9**9**9)"],
+    ["--x", "arange(0, 1e300)"],
+    ["--x", "linspace(0, 1, 10**12)"],
+    ["--x", "full(2, 3, __import__('os'))"],
+    ["--x", "[" * 500 + "1" + "]" * 500],
+    ["--x", "[1, 'a']"],
+    ["--x", "[1, [2, 3]]"],
+    ["--x", "{1: 2}"],
+    ["--x", "ones(-1)"],
+    ["--x", "reshape(arange(6), 7)"],
+    ["--x", "2", "--weights", SYSTEM],
+    ["--x", "@/"],
+    ["--x", "@/nonexistent/file.npy"],
+    ["--x", "@/dev/zero"],
+]
+
+
+def _assert_clean_refusal(args: list[str]) -> None:
+    SENTINEL.unlink(missing_ok=True)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    run = cli("grad", *args)
+    elapsed = time.perf_counter() - start
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert run.exit_code == 2, (args, run.stdout[:300], run.stderr[:300])
+    assert run.stderr.startswith("Error: ") and run.stderr.count("\n") == 1, run.stderr[:300]
+    assert "Traceback" not in run.stderr + run.stdout
+    assert not SENTINEL.exists(), "a payload ran"
+    assert elapsed < 10, elapsed
+    assert grown_mib < 200, grown_mib
+
+
+@pytest.mark.parametrize("text", EXPRESSIONS, ids=[repr(t)[:40] for t in EXPRESSIONS])
+def test_hostile_expression_is_refused_cleanly(text):
+    _assert_clean_refusal(["--x", "2", "--", text])
+
+
+@pytest.mark.parametrize("args", VALUES, ids=[repr(a[1])[:40] for a in VALUES])
+def test_hostile_value_is_refused_cleanly(args):
+    _assert_clean_refusal(["x*2", *args])
+
+
+class Payload:
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, (f"touch {SENTINEL}",))
+
+
+def test_pickled_object_in_a_pt_file_is_not_loaded(tmp_path):
+    path = tmp_path / "evil.pt"
+    torch.save({"x": Payload()}, path)
+    _assert_clean_refusal(["x*2", "--x", f"@{path}"])
+    raw = tmp_path / "evil.pkl.pt"
+    raw.write_bytes(pickle.dumps(Payload()))
+    _assert_clean_refusal(["x*2", "--x", f"@{raw}"])
+
+
+def test_directory_and_unreadable_files(tmp_path):
+    _assert_clean_refusal(["x*2", "--x", f"@{tmp_path}"])
+    locked = tmp_path / "locked.npy"
+    locked.write_bytes(b"\x93NUMPY")
+    locked.chmod(0)
+    if os.access(locked, os.R_OK):  # root reads anyway; then it is a corrupt file
+        pytest.skip("running as root: file permissions are not enforced")
+    _assert_clean_refusal(["x*2", "--x", f"@{locked}"])
+
+
+def test_corpus_size():
+    assert len(EXPRESSIONS) + len(VALUES) + 4 >= 50
