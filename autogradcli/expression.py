@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 import re
 import unicodedata
-import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
