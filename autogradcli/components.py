@@ -34,7 +34,7 @@ from autogradcli.expression import (
     program_shapes,
     walk,
 )
-from autogradcli.symbolic import Expected, evaluate_numeric
+from autogradcli.symbolic import Expected, _jumps, evaluate_numeric
 from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS, TENSOR_FUNCTIONS
 
 MAX_EXACT_ENTRIES = 4096  # output elements x input elements, for the exact SymPy check
@@ -166,11 +166,32 @@ class ComponentModel:
             for k, term in enumerate(flat):
                 expr = sp.sympify(term)
                 out[k] = float(evaluate_numeric(expr, env))
-                for atom in expr.atoms(sp.Heaviside, sp.sign):
-                    if float(evaluate_numeric(atom.args[0], env)) == 0:
+                if not math.isfinite(out[k]) and expr.free_symbols:
+                    out[k] = _precise(expr, env)  # exp(1000)/exp(1000) overflows float64 only
+                if math.isnan(out[k]) and self._zero_over_zero(expr, env):
+                    kinks[k] = True
+                    notes.add(
+                        TENSOR_FUNCTIONS["norm"].note
+                        if "norm" in self.uses
+                        else "0/0: the derivative is undefined here"
+                    )
+                for atom in expr.atoms(sp.Heaviside, sp.sign, sp.DiracDelta):
+                    if isinstance(atom, sp.DiracDelta) and math.isfinite(out[k]):
+                        continue  # multiplied away (x**2*DiracDelta(x))
+                    if float(evaluate_numeric(atom.args[0], env)) == 0 and (
+                        isinstance(atom, sp.DiracDelta) or _jumps(expr, atom, env, ()).all()
+                    ):
                         kinks[k] = True
                         notes |= _kink_notes(atom, self.uses)
         return out.reshape(terms.shape), kinks.reshape(terms.shape), notes
+
+    @staticmethod
+    def _zero_over_zero(expr: Any, env: dict[sp.Symbol, np.ndarray]) -> bool:
+        """Whether a negative power of something that is 0 here sits in ``expr``."""
+        return any(
+            atom.exp.is_negative and float(evaluate_numeric(atom.base, env)) == 0
+            for atom in expr.atoms(sp.Pow)
+        )
 
     def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
         """SymPy's value of any subtree at ``values``, in float64."""
@@ -227,6 +248,16 @@ class ComponentModel:
         return f"J = ∂out/∂{name}: {jac.size} entries (component-wise; see autograd-cli jacobian)"
 
 
+def _precise(expr: Any, env: dict[sp.Symbol, np.ndarray]) -> float:
+    """``expr`` evaluated by SymPy with 30 significant digits (where float64 overflows)."""
+    subs = {symbol: sp.Float(float(env[symbol]), 30) for symbol in expr.free_symbols}
+    value = expr.evalf(30, subs=subs)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def hessian_terms(model: ComponentModel, a: str, b: str) -> np.ndarray:
     """SymPy's second derivatives of a one-element output, shaped ``a.shape + b.shape``."""
     first = model.jacobian(a).reshape(-1)
@@ -245,6 +276,7 @@ def _kink_notes(atom: Any, uses: set[str]) -> set[str]:
     both the same way), a sign from abs."""
     if isinstance(atom, sp.Heaviside):
         found = {TENSOR_FUNCTIONS[f].note for f in ("max", "min") if f in uses}
+        found |= {TENSOR_FUNCTIONS["norm"].note} if "norm" in uses else set()
         if "relu" in uses or not found:
             found.add(KINKS["Heaviside"])
         return found

@@ -272,7 +272,12 @@ def compute_order(
 
     from autogradcli.computation import to_numpy
     from autogradcli.numeric import numeric_derivative
-    from autogradcli.symbolic import SymbolicModel, evaluate_numeric, reduce_to_shape
+    from autogradcli.symbolic import (
+        SymbolicModel,
+        evaluate_numeric,
+        find_kinks,
+        reduce_to_shape,
+    )
 
     if not 1 <= order <= MAX_ORDER:
         raise VariableError(f"--order must be between 1 and {MAX_ORDER}, not {order}")
@@ -290,6 +295,7 @@ def compute_order(
     model = SymbolicModel(parsed, setup.shapes, setup.limits)
     env = {model.symbols[n]: v for n, v in run.seen.items()}
     blocks = []
+    notes: list[str] = []
     derivatives: dict[str, str] = {}
     for n in names:
         g = run.forward().out
@@ -309,7 +315,10 @@ def compute_order(
         derivatives[n] = str(derivative)
         with np.errstate(all="ignore"):
             full = np.broadcast_to(evaluate_numeric(derivative, env), setup.out_shape)
+            mask, kink_notes = find_kinks(derivative, env, setup.out_shape)
         expected = reduce_to_shape(full, setup.shapes[n])
+        kinks = reduce_to_shape(mask, setup.shapes[n], np.logical_or)
+        notes += sorted(kink_notes) if kinks.any() else []
         numbers = None
         if numeric:
             f = _numeric_forward(run)
@@ -320,8 +329,8 @@ def compute_order(
                 )
 
             numbers = numeric_derivative(along, run.seen[n], order)
-        blocks.append(_block(run, n, autograd, None, "", expected, None, numbers, True))
-    result = _result(run, f"order {order}", blocks, [], True)
+        blocks.append(_block(run, n, autograd, None, "", expected, kinks, numbers, True))
+    result = _result(run, f"order {order}", blocks, notes, True)
     result.derivatives = derivatives
     return result
 
@@ -340,8 +349,8 @@ def _result(
         expression=setup.expression.text,
         device=str(run.device),
         dtype=setup.dtype,
-        rtol=setup.rtol,
-        atol=setup.atol,
+        rtol=setup.rtol if exact else max(setup.rtol, NUMERIC.rtol),
+        atol=setup.atol if exact else max(setup.atol, NUMERIC.atol),
         output_shape=list(setup.out_shape),
         values=run.seen,
         blocks=blocks,

@@ -329,7 +329,9 @@ def compute_gradient(
                 ones = run.seen_weights.size == 1 or bool(np.all(run.seen_weights == 1))
                 result.derivative = model.derivative_text(name, ones)
             result.max_abs_error, result.agree = check.max_abs_error, check.agree
-            result.notes = _notes(expected.kink_notes[name], check.excluded, want)
+            result.notes = _notes(
+                expected.kink_notes[name], check.excluded, want, expected.kinks[name]
+            )
             if numbers is not None and model is not None:
                 scale = times(repeat, True)
                 result.numeric = scale * numbers.grads[name]
@@ -646,13 +648,16 @@ def _weights(
     return read_value(spec, limits, random)
 
 
-def _notes(kink_notes: set[str], excluded: int, expected: np.ndarray) -> list[str]:
+def _notes(
+    kink_notes: set[str], excluded: int, expected: np.ndarray, kinks: np.ndarray | None = None
+) -> list[str]:
     notes = []
     if excluded:
         for note in sorted(kink_notes):
             notes.append(f"{note}; {excluded} element(s) at that point are left out of the check")
     with np.errstate(all="ignore"):
-        infinite, undefined = int(np.isinf(expected).sum()), int(np.isnan(expected).sum())
+        ordinary = expected if kinks is None else np.where(kinks, 0.0, expected)
+        infinite, undefined = int(np.isinf(ordinary).sum()), int(np.isnan(ordinary).sum())
     if infinite:
         notes.append(f"the derivative is infinite at {infinite} element(s)")
     if undefined:

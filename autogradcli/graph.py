@@ -160,7 +160,12 @@ def build_graph(expression: Expression, trace: Trace, leaves: dict[str, torch.Te
     for node in nodes:  # nodes PyTorch made inside one operation (2/x: Mul and Reciprocal)
         if not node.label:
             parent = next(n for n in nodes if node.id in n.next)
-            node.label = f"(part of {parent.label})"
+            whole = parent.label.removeprefix("(part of ").removesuffix(")")
+            node.label = (
+                f"(part of {whole})"
+                if parent.label.startswith("(part of ")
+                else (f"(part of {parent.label})")
+            )
     return Graph(expression.text, expression.output, nodes)
 
 

@@ -150,17 +150,25 @@ def numeric_hessian(
 def numeric_derivative(
     f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, order: int, eps: float | None = None
 ) -> np.ndarray:
-    """Elementwise k-th derivative of an elementwise f at x by the binomial central difference
-    sum_j (-1)^j C(k, j) f(x + (k/2 - j) h) / h^k; h defaults to 1e-3 * 2**(k-1)."""
+    """Elementwise k-th derivative of an elementwise f at x: the binomial central difference
+    D(h) = sum_j (-1)^j C(k, j) f(x + (k/2 - j) h) / h^k, Richardson-extrapolated as
+    (4 D(h/2) - D(h)) / 3; h defaults to 0.01 * 1.5**(k-1), which keeps orders 1..8 within
+    about 1e-4 relative for smooth functions at moderate x."""
     if order < 1:
         raise ValueError(f"the order of a derivative must be at least 1, not {order}")
-    h = 1e-3 * 2 ** (order - 1) if eps is None else eps
+    h = 0.01 * 1.5 ** (order - 1) if eps is None else eps
     x = np.asarray(x, dtype=np.float64)
-    terms = (
-        (-1) ** j * math.comb(order, j) * np.asarray(f(x + (order / 2 - j) * h), dtype=np.float64)
-        for j in range(order + 1)
-    )
-    return np.asarray(sum(terms) / h**order, dtype=np.float64)
+
+    def central(step: float) -> np.ndarray:
+        terms = (
+            (-1) ** j
+            * math.comb(order, j)
+            * np.asarray(f(x + (order / 2 - j) * step), dtype=np.float64)
+            for j in range(order + 1)
+        )
+        return np.asarray(sum(terms) / step**order, dtype=np.float64)
+
+    return (4 * central(h / 2) - central(h)) / 3
 
 
 def agree(

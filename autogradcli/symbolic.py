@@ -261,12 +261,31 @@ def find_kinks(
     """Where a jump function in ``derivative`` sits exactly at its jump, and which note applies."""
     mask = np.zeros(shape, dtype=bool)
     notes: set[str] = set()
-    for atom in derivative.atoms(sp.Heaviside, sp.sign):
+    whole = None
+    for atom in derivative.atoms(sp.Heaviside, sp.sign, sp.DiracDelta):
         at_jump = np.broadcast_to(evaluate_numeric(atom.args[0], env) == 0, shape)
+        if isinstance(atom, sp.DiracDelta):  # only where it is not multiplied away
+            if whole is None:
+                with np.errstate(all="ignore"):
+                    whole = np.broadcast_to(evaluate_numeric(derivative, env), shape)
+            at_jump = at_jump & ~np.isfinite(whole)
+        elif at_jump.any():  # a jump that does not change the value (x*sign(x)) is no kink
+            at_jump = at_jump & _jumps(derivative, atom, env, shape)
         if at_jump.any():
             mask |= at_jump
             notes.add(KINKS[type(atom).__name__])
     return mask, notes
+
+
+def _jumps(
+    derivative: sp.Expr, atom: sp.Expr, env: dict[sp.Symbol, np.ndarray], shape: Shape
+) -> np.ndarray:
+    """Where ``derivative`` differs on the two sides of ``atom``'s jump."""
+    low, high = (0, 1) if isinstance(atom, sp.Heaviside) else (-1, 1)
+    with np.errstate(all="ignore"):
+        left = np.broadcast_to(evaluate_numeric(derivative.subs(atom, low), env), shape)
+        right = np.broadcast_to(evaluate_numeric(derivative.subs(atom, high), env), shape)
+    return ~((left == right) & np.isfinite(left))
 
 
 _UNARY_NUMPY = {
@@ -308,7 +327,12 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
         if node.is_Add:
             return reduce(np.add, (value(a) for a in node.args))
         if node.is_Mul:
-            return reduce(np.multiply, (value(a) for a in node.args))
+            deltas = [a for a in node.args if isinstance(a, sp.DiracDelta)]
+            rest = reduce(np.multiply, (value(a) for a in node.args if a not in deltas), 1.0)
+            for delta in deltas:  # x**2*DiracDelta(x) is 0: the factor vanishes where it fires
+                at = value(delta.args[0]) == 0
+                rest = np.where(at & (rest == 0), 0.0, rest * value(delta))
+            return rest
         if node.is_Pow:
             return np.power(value(node.base), value(node.exp))
         if node.func in _UNARY_NUMPY and len(node.args) == 1:
@@ -318,6 +342,9 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
         if isinstance(node, sp.Heaviside):
             at_zero = _to_float(node.args[1]) if len(node.args) > 1 else 0.5
             return np.heaviside(value(node.args[0]), at_zero)
+        if isinstance(node, sp.DiracDelta) and len(node.args) == 1:  # relu'', abs''
+            inner = value(node.args[0])
+            return np.where(inner == 0, np.inf, 0.0)
         if isinstance(node, (sp.Max, sp.Min)):
             pick = np.maximum if isinstance(node, sp.Max) else np.minimum
             return reduce(pick, (value(a) for a in node.args))

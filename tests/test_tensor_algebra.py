@@ -1,0 +1,573 @@
+"""The tensor algebra of real losses through `grad`: axis reductions, max/min at ties, every
+`torch.matmul` case, transpose, dot, norm, softmax/log_softmax/logsumexp, the three losses of
+the issue, the numeric fallback beyond the exact SymPy sizes, and `--numeric`.
+
+Every expected number is a hand-derived closed form computed here with NumPy, never the
+tool's own output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import cli, grad_json
+
+F64 = ("--dtype", "float64")
+MAX_NOTE = (
+    "at a tie max is not differentiable; PyTorch splits the gradient evenly between tied "
+    "elements for max(x), and gives it all to the one index it returns for max(x, dim)"
+)
+MIN_NOTE = MAX_NOTE.replace("max", "min")
+
+
+def text(value: Any) -> str:
+    """A value as the CLI reads it (a nested list of float64 numbers, exact in repr)."""
+    return json.dumps(np.asarray(value, dtype=np.float64).tolist())
+
+
+def assert_grad(doc: dict[str, Any], name: str, closed: Any, rtol: float = 1e-10) -> None:
+    """autograd's .grad and SymPy's expected both equal the closed form."""
+    var = doc["variables"][name]
+    closed = np.asarray(closed, dtype=np.float64)
+    assert var["shape"] == list(closed.shape)
+    np.testing.assert_allclose(np.array(var["grad"]), closed, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(np.array(var["expected"]), closed, rtol=rtol, atol=rtol)
+    assert var["agree"] is True
+
+
+def softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+X23 = np.array([[1.5, -2.0, 0.5], [3.0, 0.25, -1.0]])
+
+
+# --- reductions over all elements and along a dim -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "closed"),
+    [
+        ("sum(x)", lambda x: np.ones_like(x)),
+        ("mean(x)", lambda x: np.ones_like(x) / x.size),
+        ("prod(x)", lambda x: np.prod(x) / x),  # no zeros: d/dx_i prod = prod of the others
+        ("sum(x**2)", lambda x: 2 * x),
+        ("mean(x**3)", lambda x: 3 * x**2 / x.size),
+    ],
+)
+def test_reductions_over_all_elements(expression, closed):
+    doc = grad_json(expression, "--x", text(X23), *F64)
+    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+    assert_grad(doc, "x", closed(X23))
+
+
+def test_prod_with_a_zero_gives_the_product_of_the_others():
+    doc = grad_json("prod(x)", "--x", "[2.0, 0.0, 3.0]", *F64)
+    assert_grad(doc, "x", [0.0, 6.0, 0.0])
+    doc = grad_json("prod(x)", "--x", "[2.0, 0.0, 0.0]", *F64)
+    assert_grad(doc, "x", [0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, -2])
+@pytest.mark.parametrize("func", ["sum", "mean", "prod", "max", "min"])
+def test_reductions_along_a_dim(func, dim):
+    # sum(c * f(x, dim)) with c of the reduced shape: the gradient is c spread back along dim
+    # times the local derivative of f (ones, 1/n, the product of the others, one-hot at the
+    # unique max / min)
+    axis = dim % 2
+    n = X23.shape[axis]
+    c = np.array([2.0, -1.0, 0.5]) if axis == 0 else np.array([2.0, -1.0])
+    spread = np.expand_dims(c, axis)
+    reduced = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min}
+    local = {
+        "sum": np.ones_like(X23),
+        "mean": np.ones_like(X23) / n,
+        "prod": np.prod(X23, axis=axis, keepdims=True) / X23,
+        "max": (X23.max(axis=axis, keepdims=True) == X23).astype(float),
+        "min": (X23.min(axis=axis, keepdims=True) == X23).astype(float),
+    }[func]
+    doc = grad_json(f"sum(c * {func}(x, {dim}))", "--x", text(X23), "--c", text(c), *F64,
+                    "--const", "c")  # fmt: skip
+    assert doc["output"]["value"] == pytest.approx(np.sum(c * reduced[func](X23, axis=axis)))
+    assert_grad(doc, "x", spread * local)
+    assert doc["variables"]["x"]["notes"] == [] and doc["agree"] is True
+
+
+def test_mean_along_the_middle_dim_of_a_3d_tensor():
+    x = np.arange(12.0).reshape(2, 3, 2) / 4
+    doc = grad_json("sum(mean(x, 1)**2)", "--x", text(x), *F64)
+    m = x.mean(axis=1, keepdims=True)
+    assert doc["output"]["value"] == pytest.approx(np.sum(m**2))
+    assert_grad(doc, "x", np.broadcast_to(2 * m / 3, x.shape))
+
+
+# --- max / min at ties ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "x", "closed", "tied"),
+    [
+        ("max(x)", [1.0, 3.0, 3.0, 2.0], [0.0, 0.5, 0.5, 0.0], 2),
+        ("min(x)", [1.0, 1.0, 3.0], [0.5, 0.5, 0.0], 2),
+        ("max(x)", [2.0, 2.0, 2.0], [1 / 3, 1 / 3, 1 / 3], 3),
+    ],
+)
+def test_max_min_over_all_elements_at_a_tie_split_evenly(expression, x, closed, tied):
+    run = cli("grad", expression, "--x", text(x), "--json")
+    assert run.exit_code == 0
+    doc = run.json()
+    var = doc["variables"]["x"]
+    assert var["grad"] == pytest.approx(closed)  # PyTorch: 1/k to each of k tied elements
+    note = MAX_NOTE if expression.startswith("max") else MIN_NOTE
+    assert var["notes"] == [f"{note}; {tied} element(s) at that point are left out of the check"]
+    assert var["agree"] is True and doc["agree"] is True
+
+
+@pytest.mark.parametrize(("func", "dim"), [("max", 1), ("max", -1), ("min", 0), ("min", -2)])
+def test_max_min_along_a_dim_at_a_tie_give_all_to_one_index(func, dim):
+    x = np.array([[1.0, 3.0, 3.0], [1.0, 0.0, 2.0]])  # max ties in row 0, min ties in column 0
+    doc = grad_json(f"sum({func}(x, {dim}))", "--x", text(x))
+    grad = np.array(doc["variables"]["x"]["grad"])
+    # all of each slice's gradient goes to one element, and it is one that reaches the extreme
+    slices = np.moveaxis(grad, dim, -1).reshape(-1, x.shape[dim])
+    values = np.moveaxis(x, dim, -1).reshape(-1, x.shape[dim])
+    for g, v in zip(slices, values, strict=True):
+        pick = getattr(np, func)(v)
+        assert sorted(g) == [0.0] * (len(g) - 1) + [1.0] and v[np.argmax(g)] == pick
+    # ... the index torch.max/min(x, dim) returns
+    indices = getattr(torch, func)(torch.tensor(x), dim).indices
+    one_hot = torch.zeros(x.shape, dtype=torch.float64).scatter_(dim, indices.unsqueeze(dim), 1.0)
+    assert grad.tolist() == one_hot.tolist()
+    note = MAX_NOTE if func == "max" else MIN_NOTE
+    assert doc["variables"]["x"]["notes"] == [
+        f"{note}; 2 element(s) at that point are left out of the check"
+    ]
+    assert doc["agree"] is True
+
+
+def test_max_without_a_tie_has_no_note():
+    doc = grad_json("max(x) + sum(min(y, 0))", "--x", "[1.0, 3.0, 2.0]", "--y",
+                    "[[1.0, 5.0], [2.0, 4.0]]")  # fmt: skip
+    assert_grad(doc, "x", [0.0, 1.0, 0.0])
+    assert_grad(doc, "y", [[1.0, 0.0], [0.0, 1.0]])
+    assert doc["variables"]["x"]["notes"] == doc["variables"]["y"]["notes"] == []
+
+
+def test_rich_note_at_a_tie():
+    run = cli("grad", "max(x)", "--x", "[1.0, 3.0, 3.0]")
+    assert run.exit_code == 0
+    flat = " ".join(run.stdout.split())
+    assert f"note (x): {MAX_NOTE}; 2 element(s) at that point are left out of the check" in flat
+    assert run.stdout.rstrip().endswith("✓ autograd and SymPy agree")
+
+
+# --- matrix products: every torch.matmul case -----------------------------------------------
+
+RNG = np.random.default_rng(7)
+
+
+def small(*shape: int) -> np.ndarray:
+    """Small numbers with few binary digits, so products are exact in float64."""
+    return RNG.integers(-4, 5, size=shape) / 2.0
+
+
+def swap(a: np.ndarray) -> np.ndarray:
+    return np.swapaxes(a, -1, -2)
+
+
+# (shape of A, shape of B, dA, dB) for out = sum(C * (A @ B)), C of the product's shape;
+# the closed forms are written out per case with einsum, as PyTorch defines each case
+MATMUL = {
+    "vector @ vector": ((3,), (3,), lambda a, b, c: c * b, lambda a, b, c: c * a),
+    "matrix @ vector": (
+        (2, 3), (3,), lambda a, b, c: np.outer(c, b), lambda a, b, c: a.T @ c
+    ),
+    "vector @ matrix": (
+        (2,), (2, 3), lambda a, b, c: b @ c, lambda a, b, c: np.outer(a, c)
+    ),
+    "matrix @ matrix": ((2, 3), (3, 2), lambda a, b, c: c @ b.T, lambda a, b, c: a.T @ c),
+    "batched @ batched": (
+        (2, 2, 3),
+        (2, 3, 2),
+        lambda a, b, c: np.einsum("bij,bkj->bik", c, b),
+        lambda a, b, c: np.einsum("bki,bkj->bij", a, c),
+    ),
+    "batched @ matrix (broadcast)": (
+        (2, 2, 3),
+        (3, 2),
+        lambda a, b, c: np.einsum("bij,kj->bik", c, b),
+        lambda a, b, c: np.einsum("bki,bkj->ij", a, c),  # summed over the batch
+    ),
+    "matrix @ batched (broadcast)": (
+        (2, 3),
+        (2, 3, 2),
+        lambda a, b, c: np.einsum("bij,bkj->ik", c, b),
+        lambda a, b, c: np.einsum("ki,bkj->bij", a, c),
+    ),
+    "vector @ batched": (
+        (3,),
+        (2, 3, 2),
+        lambda a, b, c: np.einsum("bij,bj->i", b, c),
+        lambda a, b, c: np.einsum("i,bj->bij", a, c),
+    ),
+    "batched @ vector": (
+        (2, 2, 3),
+        (3,),
+        lambda a, b, c: np.einsum("bi,j->bij", c, b),
+        lambda a, b, c: np.einsum("bij,bi->j", a, c),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(MATMUL))
+def test_matmul_case(case):
+    shape_a, shape_b, da, db = MATMUL[case]
+    a, b = small(*shape_a), small(*shape_b)
+    product = np.matmul(a, b)
+    c = small(*product.shape) + 0.25
+    doc = grad_json("sum(C * (A @ B))", "--A", text(a), "--B", text(b), "--C", text(c),
+                    "--const", "C", *F64)  # fmt: skip
+    assert doc["output"]["value"] == pytest.approx(np.sum(c * product))
+    assert_grad(doc, "A", da(a, b, c))
+    assert_grad(doc, "B", db(a, b, c))
+    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+
+
+def test_vector_at_vector_is_a_scalar_with_the_other_as_gradient():
+    doc = grad_json("v @ w", "--v", "[1.0, 2.0, 3.0]", "--w", "[1.0, -2.0, 3.0]")
+    assert doc["output"]["shape"] == [] and doc["output"]["value"] == 6.0
+    assert_grad(doc, "v", [1.0, -2.0, 3.0])
+    assert_grad(doc, "w", [1.0, 2.0, 3.0])
+
+
+# --- transpose, dot, norm -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transpose", ["T(A)", "A.T"])
+def test_transpose_both_spellings(transpose):
+    a, c = small(2, 3), small(3, 2)
+    doc = grad_json(f"sum(C * {transpose})", "--A", text(a), "--C", text(c), "--const", "C")
+    assert_grad(doc, "A", c.T)
+    b = small(2, 2)
+    doc = grad_json(f"sum({transpose} @ B)", "--A", text(a), "--B", text(b), *F64)
+    # sum_ij (A^T B)_ij = sum_kij A_ki B_kj: dA_ki = sum_j B_kj, dB_kj = sum_i A_ki
+    assert_grad(doc, "A", np.repeat(b.sum(axis=1, keepdims=True), 3, axis=1))
+    assert_grad(doc, "B", np.repeat(a.sum(axis=1, keepdims=True), 2, axis=1))
+
+
+def test_t_and_dot_t_give_the_same_document():
+    args = ("--A", "[[1.0, 2.0], [3.0, 4.0]]", "--B", "[[1.0, 0.0], [2.0, 1.0]]")
+    first, second = grad_json("sum(T(A) @ B)", *args), grad_json("sum(A.T @ B)", *args)
+    for name in ("A", "B"):
+        assert first["variables"][name]["grad"] == second["variables"][name]["grad"]
+    # sum(A^T B) = sum_k (sum_i A_ki)(sum_j B_kj) = 3*1 + 7*3
+    assert first["output"]["value"] == second["output"]["value"] == 24.0
+
+
+def test_dot_gradient_is_the_other_vector():
+    x, y = np.array([3.0, -4.0, 0.5]), np.array([1.0, 2.0, -2.0])
+    doc = grad_json("dot(x, y)", "--x", text(x), "--y", text(y), *F64)
+    assert doc["output"]["value"] == float(np.dot(x, y))
+    assert_grad(doc, "x", y)
+    assert_grad(doc, "y", x)
+
+
+@pytest.mark.parametrize("x", [[3.0, 4.0], [[1.0, 2.0], [2.0, -4.0]], [0.5, -1.5, 2.0]])
+def test_norm_gradient_is_x_over_its_norm(x):
+    x = np.array(x)
+    doc = grad_json("norm(x)", "--x", text(x), *F64)
+    assert doc["output"]["value"] == pytest.approx(np.sqrt(np.sum(x**2)))
+    assert_grad(doc, "x", x / np.sqrt(np.sum(x**2)))
+
+
+# --- softmax, log_softmax, logsumexp --------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_with_dim(dim):
+    x = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 1.0]])
+    c = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]])
+    s = softmax(x, dim)
+    doc = grad_json(f"sum(c * softmax(x, {dim}))", "--x", text(x), "--c", text(c), "--const",
+                    "c", *F64)  # fmt: skip
+    assert doc["output"]["value"] == pytest.approx(np.sum(c * s))
+    # J^T c for softmax along dim: s * (c - sum(c * s, dim))
+    assert_grad(doc, "x", s * (c - np.sum(c * s, axis=dim, keepdims=True)))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -2])
+def test_log_softmax_with_dim(dim):
+    x = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 1.0]])
+    c = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]])
+    doc = grad_json(f"sum(c * log_softmax(x, {dim}))", "--x", text(x), "--c", text(c),
+                    "--const", "c", *F64)  # fmt: skip
+    assert doc["output"]["value"] == pytest.approx(np.sum(c * np.log(softmax(x, dim))))
+    assert_grad(doc, "x", c - softmax(x, dim) * np.sum(c, axis=dim, keepdims=True))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_logsumexp_gradient_is_softmax(dim):
+    x = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 1.0]])
+    c = np.array([2.0, -1.0, 0.5]) if dim == 0 else np.array([2.0, -1.0])
+    doc = grad_json(f"sum(c * logsumexp(x, {dim}))", "--x", text(x), "--c", text(c),
+                    "--const", "c", *F64)  # fmt: skip
+    lse = np.log(np.sum(np.exp(x), axis=dim))
+    assert doc["output"]["value"] == pytest.approx(np.sum(c * lse))
+    assert_grad(doc, "x", np.expand_dims(c, dim) * softmax(x, dim))
+    doc = grad_json("logsumexp(v, 0)", "--v", "[1.0, 2.0, 3.0]", *F64)
+    assert_grad(doc, "v", softmax(np.array([1.0, 2.0, 3.0]), 0))
+
+
+# --- the three losses of the issue ----------------------------------------------------------
+
+W = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.25]])
+XV, BV, YV = np.array([0.5, 1.5]), np.array([0.1, -0.2, 0.3]), np.array([1.0, 2.0, -1.0])
+MSE = "mean((W @ x + b - y)**2)"
+MSE_ARGS = ("--W", text(W), "--x", text(XV), "--b", text(BV), "--y", text(YV))
+
+
+def mse_closed(w, x, b, y) -> dict[str, np.ndarray]:
+    """r = Wx + b - y, loss = |r|^2 / n: dW = 2/n r x^T, dx = 2/n W^T r, db = 2/n r, dy = -db."""
+    r = w @ x + b - y
+    n = r.size
+    return {"W": 2 / n * np.outer(r, x), "x": 2 / n * w.T @ r, "b": 2 / n * r, "y": -2 / n * r}
+
+
+CE = "-sum(t * log_softmax(z, 0))"
+ZV, TV = np.array([1.0, 2.0, 0.5, -1.0]), np.array([0.0, 1.0, 0.0, 0.0])
+L2W = np.array([[1.0, -2.0], [0.5, 3.0]])
+
+
+def test_loss_mean_squared_error():
+    doc = grad_json(MSE, *MSE_ARGS, *F64)
+    r = W @ XV + BV - YV
+    assert doc["output"]["value"] == pytest.approx(np.mean(r**2))
+    assert doc["output"]["expected"] == pytest.approx(np.mean(r**2))
+    for name, closed in mse_closed(W, XV, BV, YV).items():
+        assert_grad(doc, name, closed)
+    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+
+
+def test_loss_cross_entropy():
+    doc = grad_json(CE, "--z", text(ZV), "--t", text(TV), "--const", "t", *F64)
+    p = softmax(ZV, 0)
+    assert doc["output"]["value"] == pytest.approx(-np.log(p[1]))
+    assert_grad(doc, "z", p - TV)  # softmax(z) - t for a one-hot t
+    assert doc["variables"]["t"]["grad"] is None
+    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+
+
+def test_loss_cross_entropy_soft_labels_and_the_label_gradient():
+    t = np.array([0.25, 0.5, 0.0, 0.25])
+    doc = grad_json(CE, "--z", text(ZV), "--t", text(t), *F64)
+    p = softmax(ZV, 0)
+    assert_grad(doc, "z", p * t.sum() - t)
+    assert_grad(doc, "t", -np.log(p))  # d/dt_i = -log_softmax(z)_i
+
+
+def test_loss_l2_regularisation():
+    doc = grad_json("sum(W**2)", "--W", text(L2W), *F64)
+    assert doc["output"]["value"] == np.sum(L2W**2) == 14.25
+    assert_grad(doc, "W", 2 * L2W)
+    assert doc["variables"]["W"]["derivative"] == "2*W"
+    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+
+
+@pytest.mark.parametrize(
+    ("expression", "args", "closed"),
+    [
+        (MSE, MSE_ARGS, mse_closed(W, XV, BV, YV)),
+        (CE, ("--z", text(ZV), "--t", text(TV), "--const", "t"), {"z": softmax(ZV, 0) - TV}),
+        ("sum(W**2)", ("--W", text(L2W)), {"W": 2 * L2W}),
+    ],
+    ids=["mse", "cross-entropy", "l2"],
+)
+def test_losses_with_numeric_column(expression, args, closed):
+    doc = grad_json(expression, *args, "--numeric")
+    for name, value in closed.items():
+        var = doc["variables"][name]
+        np.testing.assert_allclose(var["grad"], value, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(var["expected"], value, rtol=1e-6, atol=1e-7)
+        # central differences in float64: close to the closed form, with their own tolerance
+        np.testing.assert_allclose(var["numeric"], value, rtol=1e-6, atol=1e-6)
+        assert var["numeric_agree"] is True and var["agree"] is True
+    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+
+
+def test_loss_l2_in_rich_output():
+    run = cli("grad", "sum(W**2)", "--W", text(L2W))
+    assert run.exit_code == 0
+    rows = [" ".join(line.split()) for line in run.stdout.splitlines() if line.startswith("│ W")]
+    # 2W = [[2, -4], [1, 6]], the value 14.25
+    assert rows == ["│ W │ [[1, -2], │ [[2, -4], │ [[2, -4], │ 2*W │ 0 │ ✓ │"]
+    assert "out [] 14.25 14.25 0 ✓" in " ".join(run.stdout.split())
+    assert run.stdout.rstrip().endswith("✓ autograd and SymPy agree")
+
+
+def test_loss_mse_in_rich_output_with_numeric():
+    w = np.array([[1.0, 2.0], [3.0, -1.0]])
+    run = cli("grad", MSE, "--W", text(w), "--x", "[0.5, 1.5]", "--b", "[0.5, -0.5]", "--y",
+              "[1.0, 2.0]", "--numeric")  # fmt: skip
+    assert run.exit_code == 0
+    # r = Wx + b - y = [3.5, 0] + [0.5, -0.5] - [1, 2] = [3, -2.5], n = 2: dW = r x^T
+    closed = mse_closed(w, np.array([0.5, 1.5]), np.array([0.5, -0.5]), np.array([1.0, 2.0]))
+    assert closed["W"].tolist() == [[1.5, 4.5], [-1.25, -3.75]]
+    lines = [" ".join(line.split()) for line in run.stdout.splitlines()]
+    first = lines.index("│ W │ [[1, 2], │ [[1.5, │ [[1.5, │ [[1.5, │ ∂out/∂W[0, │ 0 │ ✓ SymPy │")
+    # autograd, SymPy and central differences side by side, each [[1.5, 4.5], [-1.25, -3.75]]
+    assert lines[first + 1].startswith("│ │ [3, -1]] │ 4.5], │ 4.5], │ 4.5], │")
+    assert lines[first + 1].endswith("│ ✓ numeric │")
+    assert lines[first + 2].startswith("│ │ │ [-1.25, │ [-1.25, │ [-1.25, │")
+    assert "┃ variable ┃ value ┃ (autograd) ┃ (SymPy) ┃ diff.) ┃ (SymPy) ┃ error ┃ check ┃" in lines
+    assert run.stdout.rstrip().endswith("✓ autograd and SymPy, and the numeric check, agree")
+
+
+# --- beyond the exact sizes: the numeric fallback -------------------------------------------
+
+FALLBACK_NOTE = (
+    "the exact SymPy check covers up to 256 input elements; this one has {n}; checked "
+    "numerically instead (central differences, float64)"
+)
+
+
+def test_beyond_the_exact_caps_falls_back_to_the_numeric_check():
+    doc = grad_json("sum(x @ x)", "--x", "rand(20,20)", "--seed", "1")
+    assert doc["expected_by"] == "numeric"
+    assert doc["notes"] == [FALLBACK_NOTE.format(n=400)]
+    x = np.array(doc["variables"]["x"]["value"])
+    assert x.shape == (20, 20)
+    # sum_ij (XX)_ij = 1^T X X 1: d/dX = 1 1^T X^T + X^T 1 1^T
+    ones = np.ones((20, 20))
+    closed = ones @ x.T + x.T @ ones
+    var = doc["variables"]["x"]
+    np.testing.assert_allclose(var["grad"], closed, rtol=1e-5)
+    np.testing.assert_allclose(var["expected"], closed, rtol=1e-6)
+    assert var["agree"] is True and doc["agree"] is True
+
+
+def test_numeric_fallback_in_rich_output():
+    run = cli("grad", "sum(x @ x)", "--x", "rand(20,20)", "--seed", "1")
+    assert run.exit_code == 0
+    flat = " ".join(run.stdout.split())
+    assert "note: " + FALLBACK_NOTE.format(n=400) in flat
+    assert run.stdout.rstrip().endswith("✓ autograd and the numeric check agree")
+
+
+def test_the_input_cap_is_exact_at_256_elements_and_numeric_beyond():
+    exact = grad_json("dot(x, y)", "--x", "linspace(0,1,128)", "--y", "linspace(1,2,128)")
+    assert exact["expected_by"] == "SymPy" and exact["notes"] == []
+    assert_grad(exact, "x", np.linspace(1, 2, 128), rtol=1e-6)
+    beyond = grad_json("dot(x, y)", "--x", "linspace(0,1,129)", "--y", "linspace(1,2,129)")
+    assert beyond["expected_by"] == "numeric"
+    assert beyond["notes"] == [FALLBACK_NOTE.format(n=258)]
+    assert_grad(beyond, "y", np.linspace(0, 1, 129), rtol=1e-6)
+    assert beyond["agree"] is True
+
+
+# --- bad input: one line, exit 2 ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("sum(x, 2)", "--x", "[1.0, 2.0]"),
+         "'sum(x, 2)': dim 2 is out of range for shape [2] (use -1..0)"),
+        (("sum(mean(x, -3))", "--x", "ones(2,2)"),
+         "'mean(x, -3)': dim -3 is out of range for shape [2, 2] (use -2..1)"),
+        (("sum(x, 0)", "--x", "2.0"), "'sum(x, 0)': 'x' is a single number; it has no dim"),
+        (("sum(softmax(x))", "--x", "[1.0, 2.0]"),
+         "softmax() needs the dim to work along, e.g. softmax(x, 0)"),
+        (("logsumexp(x)", "--x", "[1.0, 2.0]"),
+         "logsumexp() needs the dim to work along, e.g. logsumexp(x, 0)"),
+        (("dot(A, A)", "--A", "ones(2,2)"),
+         "dot(a, b) takes two 1-D tensors of the same length; 'dot(A, A)' has shapes [2, 2] "
+         "and [2, 2] (use @ for matrices)"),
+        (("dot(x, y)", "--x", "[1.0, 2.0]", "--y", "[1.0, 2.0, 3.0]"),
+         "dot(a, b) takes two 1-D tensors of the same length; 'dot(x, y)' has shapes [2] and "
+         "[3] (use @ for matrices)"),
+        (("sum(T(x))", "--x", "[1.0, 2.0]"), "T() transposes a matrix (2-D); 'x' has shape [2]"),
+        (("sum(x.T)", "--x", "[1.0, 2.0]"), "T() transposes a matrix (2-D); 'x' has shape [2]"),
+        (("sum(A @ x)", "--A", "ones(2,3)", "--x", "[1.0, 2.0]"),
+         "'A@x': shapes [2, 3] @ [2] do not match (3 columns against 2 rows)"),
+        (("sum(A @ B)", "--A", "ones(2,3)", "--B", "ones(2,3)"),
+         "'A@B': shapes [2, 3] @ [2, 3] do not match (3 columns against 2 rows)"),
+        (("sum(x @ 2)", "--x", "[1.0, 2.0]"),
+         "'x@2': @ needs tensors of at least 1 dimension, not shapes [2] and []; use * to scale"),
+        (("sum(y @ x)", "--x", "[1.0, 2.0]", "--y", "3"),
+         "'y@x': @ needs tensors of at least 1 dimension, not shapes [] and [2]; use * to scale"),
+        (("norm(x, 0)", "--x", "[1.0]"), "norm() takes exactly one argument, e.g. norm(x)"),
+        (("dot(x)", "--x", "[1.0]"), "dot() takes two arguments, e.g. dot(a, b)"),
+    ],
+)  # fmt: skip
+def test_bad_tensor_algebra_is_one_line_with_exit_2(args, message):
+    run = cli("grad", *args)
+    assert run.exit_code == 2 and run.stdout == ""
+    assert run.stderr == f"Error: {message}\n"
+
+
+# --- property: the MSE gradient for random small shapes -------------------------------------
+
+finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
+
+
+@settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(data=st.data(), m=st.integers(1, 3), n=st.integers(1, 3))
+def test_mse_gradient_equals_the_closed_form_for_any_small_shape(data, m, n):
+    def draw(*shape: int) -> np.ndarray:
+        size = int(np.prod(shape))
+        flat = data.draw(st.lists(finite, min_size=size, max_size=size))
+        return np.array(flat, dtype=np.float64).reshape(shape)
+
+    w, x, b, y = draw(m, n), draw(n), draw(m), draw(m)
+    args = ("--W", text(w), "--x", text(x), "--b", text(b), "--y", text(y))
+    run = cli("grad", MSE, *args, *F64, "--json")
+    assert run.exit_code == 0, run.stderr
+    doc = run.json()
+    assert doc["output"]["value"] == pytest.approx(np.mean((w @ x + b - y) ** 2), abs=1e-12)
+    for name, closed in mse_closed(w, x, b, y).items():
+        assert_grad(doc, name, closed, rtol=1e-9)
+    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+
+
+# --- edge points: kinks and overflow ----------------------------------------------------------
+
+NORM_NOTE = "the 2-norm of all elements; at 0 it is not differentiable and PyTorch uses 0"
+
+
+def test_norm_at_zero_is_pytorchs_subgradient_zero_with_a_note():
+    run = cli("grad", "norm(x)", "--x", "[0.0, 0.0]", "--json")
+    doc = run.json()
+    assert doc["variables"]["x"]["grad"] == [0.0, 0.0]  # PyTorch's choice at the kink
+    # a kink inside the domain: named as such, not as a NaN outside the domain
+    assert doc["variables"]["x"]["notes"] == [
+        f"{NORM_NOTE}; 2 element(s) at that point are left out of the check"
+    ]
+    assert run.exit_code == 0 and doc["agree"] is True
+
+
+def test_cross_entropy_with_large_logits():
+    # exp(1000) overflows float64, but the loss and its gradient are ordinary numbers
+    run = cli("grad", CE, "--z", "[1000.0, 0.0]", "--t", "[0.0, 1.0]", "--const", "t",
+              "--dtype", "float64", "--json")  # fmt: skip
+    doc = run.json()
+    # loss = logsumexp(z) - z_1 = 1000 + log(1 + e^-1000) = 1000; grad = softmax(z) - t = [1, -1]
+    assert doc["output"]["value"] == pytest.approx(1000.0)
+    assert doc["output"]["expected"] == pytest.approx(1000.0)
+    assert doc["variables"]["z"]["grad"] == pytest.approx([1.0, -1.0])
+    assert doc["variables"]["z"]["expected"] == pytest.approx([1.0, -1.0])
+    assert run.exit_code == 0 and doc["agree"] is True
+
+
+def test_logsumexp_of_large_equal_values():
+    doc = grad_json("logsumexp(x, 0)", "--x", "[1000.0, 1000.0]", *F64)
+    assert doc["output"]["expected"] == pytest.approx(1000 + np.log(2))
+    assert_grad(doc, "x", [0.5, 0.5])
