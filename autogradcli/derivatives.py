@@ -53,13 +53,22 @@ def _numeric_forward(run: Run) -> Any:
     return lambda values: forward_numpy(run.setup.expression, values)
 
 
-def _exact(run: Run, notes: list[str]) -> Any:
+MAX_EXACT_HESSIAN_INPUTS = 64  # input elements; the Hessian is their square in sympy.diff calls
+
+
+def _exact(run: Run, notes: list[str], max_inputs: int | None = None) -> Any:
     """SymPy's component-wise model, or None (with a note) when it is too large or slow."""
     from autogradcli.components import ComponentModel, TooLarge
     from autogradcli.symbolic import NoClosedForm, SympyTimeout, time_limit
 
     setup = run.setup
+    inputs = sum(math.prod(setup.shapes[n]) for n in setup.expression.variables)
     try:
+        if max_inputs is not None and inputs > max_inputs:
+            raise TooLarge(
+                f"the exact SymPy Hessian covers up to {max_inputs} input elements; "
+                f"this one has {inputs}"
+            )
         with time_limit(setup.limits.sympy_seconds):
             return ComponentModel(setup.expression, setup.shapes, setup.limits)
     except TooLarge as exc:
@@ -140,7 +149,8 @@ def compute_jacobian(
             grads[n] = np.zeros(setup.shapes[n]) if grad is None else to_numpy(grad)
             autograd[n].reshape(rows_count, -1)[i] = grads[n].reshape(-1)
         index = np.unravel_index(i, setup.out_shape) if setup.out_shape else ()
-        rows.append(JacobianRow(tuple(int(k) for k in index), to_numpy(one_hot), grads))
+        shaped = to_numpy(one_hot).reshape(setup.out_shape)
+        rows.append(JacobianRow(tuple(int(k) for k in index), shaped, grads))
     functional = torch.autograd.functional.jacobian(
         _forward_function(run, names), tuple(run.leaves[n] for n in names)
     )
@@ -223,7 +233,7 @@ def compute_hessian(
             autograd[(a, b)] = table[b].reshape(shape_a + setup.shapes[b])
     functional = torch.autograd.functional.hessian(_forward_function(run, names), tuple(leaves))
     notes: list[str] = []
-    model = _exact(run, notes)
+    model = _exact(run, notes, MAX_EXACT_HESSIAN_INPUTS)
     numbers = None
     if numeric or model is None:
         numbers = numeric_hessian(_numeric_forward(run), run.seen, names)
