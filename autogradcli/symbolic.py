@@ -60,6 +60,7 @@ class Expected:
     grads: dict[str, np.ndarray]
     kinks: dict[str, np.ndarray] = field(default_factory=dict)
     kink_notes: dict[str, set[str]] = field(default_factory=dict)
+    output_excluded: np.ndarray | None = None  # output elements left out of the check
 
 
 class SymbolicModel:
@@ -327,6 +328,11 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
         if node.is_Add:
             return reduce(np.add, (value(a) for a in node.args))
         if node.is_Mul:
+            steps = [a for a in node.args if isinstance(a, sp.Heaviside)]
+            off = reduce(np.logical_or, (value(a.args[0]) < 0 for a in steps), np.False_)
+            if np.any(off):  # Heaviside(a) = 0 on a < 0: this term is 0 there, even times inf
+                whole = reduce(np.multiply, (value(a) for a in node.args))
+                return np.where(off, 0.0, whole)
             deltas = [a for a in node.args if isinstance(a, sp.DiracDelta)]
             rest = reduce(np.multiply, (value(a) for a in node.args if a not in deltas), 1.0)
             for delta in deltas:  # x**2*DiracDelta(x) is 0: the factor vanishes where it fires
