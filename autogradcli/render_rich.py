@@ -28,7 +28,9 @@ def render(result: GradResult) -> Group:
     parts.append(_gradient_table(result))
     for var in result.variables.values():
         if var.chain:
-            parts.append(Text(f"chain rule: {var.chain}, expanded: {var.derivative}"))
+            parts.append(
+                Text(f"chain rule: {_short(var.chain)}, expanded: {_short(var.derivative or '')}")
+            )
     if result.output_rounding:
         parts.append(Text(f"output: {result.output_rounding}", style="yellow"))
     for var in result.variables.values():
@@ -89,7 +91,7 @@ def _gradient_table(result: GradResult) -> Table:
             check = mark(v.agree)
             if v.numeric_agree is not None:
                 check = Text.assemble(mark(v.agree), " SymPy\n", mark(v.numeric_agree), " numeric")
-            cells += [v.derivative or "—", error_text(v.max_abs_error), check]
+            cells += [_short(v.derivative or "—"), error_text(v.max_abs_error), check]
             table.add_row(*cells)
         else:
             cells = [v.name, format_array(v.value), "None", "— (requires_grad=False)"]
@@ -116,6 +118,15 @@ def _passes_table(result: GradResult) -> Table:
             cells += [format_array(p.grads[name]), format_array(p.expected[name])]
         table.add_row(*cells, mark(p.agree))
     return table
+
+
+MAX_SHOWN = 300  # characters of a derivative shown in the table; --json has all of it
+
+
+def _short(text: str) -> str:
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[:MAX_SHOWN]}… ({len(text)} characters; all of it in --json)"
 
 
 def _verdict(result: GradResult) -> Text:

@@ -136,3 +136,13 @@ def test_dot_to_stdout_and_folder_errors(tmp_path):
         image.stderr
         == f"Error: --png {tmp_path}: that is a folder; give a file name, e.g. graph.png\n"
     )
+
+
+def test_a_huge_derivative_is_shortened_in_the_table_not_in_json():
+    program = "y0 = sin(x)*x; " + "; ".join(f"y{i} = sin(y{i - 1})*y{i - 1}+x" for i in range(1, 8))
+    program += "; out = mean(y7)"
+    run = cli("grad", program, "--x", "0.5")
+    assert run.exit_code == 0 and len(run.stdout.splitlines()) < 60
+    assert "characters; all of it in --json)" in run.stdout.replace("\n", "")
+    doc = grad_json(program, "--x", "0.5")
+    assert len(doc["variables"]["x"]["derivative"]) > 1000
