@@ -176,14 +176,15 @@ class SymbolicModel:
         infinite (for Jacobian rows: out_i does not depend on x_j at all); without it,
         0 * inf is NaN, as in PyTorch's ``backward(w)``."""
         env: dict[sp.Symbol, np.ndarray] = {self.symbols[n]: v for n, v in values.items()}
+        ordered = [n for n in self.expression.variables if n in differentiate]
         with np.errstate(all="ignore"):
             self._reduce_all(self.output.expr, env)
             output = np.broadcast_to(evaluate_numeric(self.output.expr, env), self.output.shape)
             expected = Expected(
                 output=np.array(output, dtype=np.float64),
-                grads={n: np.zeros(self.shapes[n]) for n in differentiate},
-                kinks={n: np.zeros(self.shapes[n], dtype=bool) for n in differentiate},
-                kink_notes={n: set() for n in differentiate},
+                grads={n: np.zeros(self.shapes[n]) for n in ordered},
+                kinks={n: np.zeros(self.shapes[n], dtype=bool) for n in ordered},
+                kink_notes={n: set() for n in ordered},
             )
             upstream = np.broadcast_to(np.asarray(weights, dtype=np.float64), self.output.shape)
             self._exact_zeros = exact_zeros
@@ -212,7 +213,7 @@ class SymbolicModel:
         tainted: set[str],
     ) -> None:
         names = {s: n for n, s in self.symbols.items() if n in differentiate}
-        for symbol in block.expr.free_symbols:
+        for symbol in sorted(block.expr.free_symbols, key=str):  # a fixed order of sums
             if symbol not in names and symbol not in self.reductions:
                 continue
             derivative = self.derivative(block, symbol)
