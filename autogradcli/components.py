@@ -167,7 +167,8 @@ class ComponentModel:
                 expr = sp.sympify(term)
                 out[k] = float(evaluate_numeric(expr, env))
                 if not math.isfinite(out[k]) and expr.free_symbols:
-                    out[k] = _precise(expr, env)  # exp(1000)/exp(1000) overflows float64 only
+                    precise = _precise(expr, env)  # exp(1000)/exp(1000) overflows float64 only
+                    out[k] = precise if math.isfinite(precise) else out[k]
                 if math.isnan(out[k]) and self._zero_over_zero(expr, env):
                     kinks[k] = True
                     notes.add(
@@ -237,6 +238,8 @@ class ComponentModel:
         """A readable SymPy derivative: the whole one for small cases, else one entry."""
         jac = self.jacobian(name)
         outs = self.output.size
+        if jac.size == 0:
+            return "(no elements)"
         if outs == 1 and jac.size == 1:
             return str(jac.reshape(-1)[0])
         first = self.symbols[name].reshape(-1)[0]
@@ -244,17 +247,16 @@ class ComponentModel:
             return f"∂out/∂{first} = {jac.reshape(-1)[0]} (component-wise; one per element)"
         total = sum(jac.reshape(outs, -1)[:, 0]) if weights_are_ones else None
         if total is not None:
-            return f"∂sum(out)/∂{first} = {sp.simplify(total)} (component-wise)"
+            return f"∂sum(out)/∂{first} = {total} (component-wise)"
         return f"J = ∂out/∂{name}: {jac.size} entries (component-wise; see autograd-cli jacobian)"
 
 
 def _precise(expr: Any, env: dict[sp.Symbol, np.ndarray]) -> float:
     """``expr`` evaluated by SymPy with 30 significant digits (where float64 overflows)."""
     subs = {symbol: sp.Float(float(env[symbol]), 30) for symbol in expr.free_symbols}
-    value = expr.evalf(30, subs=subs)
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        return float(expr.evalf(30, subs=subs))
+    except (ArithmeticError, TypeError, ValueError):
         return math.nan
 
 

@@ -31,6 +31,10 @@ def _setup(expression: str, values: Mapping[str, Any], const: Iterable[str], **o
     setup = prepare(expression, values, const=const, **options)
     if not setup.differentiate:
         raise VariableError("every input is --const: there is nothing to differentiate")
+    empty = [n for n in setup.differentiate if math.prod(setup.shapes[n]) == 0]
+    if empty or math.prod(setup.out_shape) == 0:
+        what = f"'{sorted(empty)[0]}'" if empty else "the output"
+        raise VariableError(f"{what} has no elements, so there is nothing to differentiate")
     return start(setup)
 
 
@@ -78,6 +82,18 @@ def _exact(run: Run, notes: list[str], max_inputs: int | None = None) -> Any:
     except NoClosedForm as exc:
         notes.append(f"SymPy gives no number here ({exc}); checked numerically instead")
     return None
+
+
+def _timed(run: Run, notes: list[str], work: Any) -> Any:
+    """``work()`` within --sympy-timeout; an empty dict (and a note) when it runs out."""
+    from autogradcli.symbolic import SympyTimeout, time_limit
+
+    try:
+        with time_limit(run.setup.limits.sympy_seconds):
+            return work()
+    except SympyTimeout as exc:
+        notes.append(f"{exc} (--sympy-timeout); checked numerically instead")
+        return {}
 
 
 def _block(
@@ -159,11 +175,25 @@ def compute_jacobian(
     numbers = None
     if numeric or model is None:
         numbers = numeric_jacobian(_numeric_forward(run), run.seen, names)
+    exact: dict[str, Any] = {}
+    if model is not None:
+        exact = _timed(run, notes, lambda: {n: model.jacobian_values(run.seen, n) for n in names})
+        if not exact:
+            model = None
+            numbers = numeric_jacobian(_numeric_forward(run), run.seen, names)
     blocks = []
     for n, cross in zip(names, functional, strict=True):
         if model is not None:
-            expected, kinks, kink_notes = model.jacobian_values(run.seen, n)
+            expected, kinks, kink_notes = exact[n]
             notes += sorted(kink_notes)
+            ieee = np.isnan(autograd[n]) & (expected == 0)
+            if ieee.any():  # backward(one_hot): 0 * an infinite local derivative is NaN
+                kinks = kinks | ieee
+                notes.append(
+                    f"{int(ieee.sum())} entr(ies) of d out/d {n} are NaN in PyTorch where they "
+                    "are 0: the one-hot row multiplies an infinite local derivative by 0 "
+                    "(IEEE 0*inf); left out of the check"
+                )
         else:
             assert numbers is not None
             expected, kinks = numbers[n], None
@@ -237,14 +267,25 @@ def compute_hessian(
     numbers = None
     if numeric or model is None:
         numbers = numeric_hessian(_numeric_forward(run), run.seen, names)
+    exact: dict[Any, Any] = {}
+    if model is not None:
+        env = model.environment(run.seen)
+        exact = _timed(
+            run,
+            notes,
+            lambda: {
+                (a, b): model.numbers(hessian_terms(model, a, b), env) for a in names for b in names
+            },
+        )
+        if not exact:
+            model = None
+            numbers = numeric_hessian(_numeric_forward(run), run.seen, names)
     blocks = []
     for i, a in enumerate(names):
         for j, b in enumerate(names):
             cross = functional[i][j]  # a tuple of inputs gives a tuple of tuples
             if model is not None:
-                expected, kinks, kink_notes = model.numbers(
-                    hessian_terms(model, a, b), model.environment(run.seen)
-                )
+                expected, kinks, kink_notes = exact[(a, b)]
                 notes += sorted(kink_notes)
             else:
                 assert numbers is not None

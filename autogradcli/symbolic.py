@@ -349,7 +349,7 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
         if isinstance(node, sp.Heaviside):
             at_zero = _to_float(node.args[1]) if len(node.args) > 1 else 0.5
             return np.heaviside(value(node.args[0]), at_zero)
-        if isinstance(node, sp.DiracDelta) and len(node.args) == 1:  # relu'', abs''
+        if isinstance(node, sp.DiracDelta):  # relu'', abs'' (and its derivatives)
             inner = value(node.args[0])
             return np.where(inner == 0, np.inf, 0.0)
         if isinstance(node, (sp.Max, sp.Min)):

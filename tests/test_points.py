@@ -77,3 +77,37 @@ def test_rich_output_names_the_case():
     assert "note (x): relu'(0) is undefined; PyTorch uses 0, SymPy's Heaviside(0) is 1/2" in (
         " ".join(run.stdout.split("\n"))
     )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["grad", "prod(x)", "--x", "[]"],
+        ["grad", "sum(A @ B)", "--A", "zeros(2,0)", "--B", "zeros(0,3)"],
+        ["grad", "sum(sqrt(x), 0)", "--x", "[0.0, 1.0]"],
+        ["grad", "abs(x)**3", "--x", "1.0", "--order", "3"],
+        ["jacobian", "log(x)", "--x", "[0.0, 1.0]"],
+    ],
+)
+def test_edges_found_in_review_end_in_a_verdict(args):
+    run = cli(*args)
+    assert run.exit_code == 0, (run.stdout[-300:], run.stderr)
+    assert "agree" in run.stdout.splitlines()[-1]
+
+
+def test_jacobian_of_an_empty_input_is_one_error_line():
+    run = cli("jacobian", "x", "--x", "[]")
+    assert (run.exit_code, run.stderr) == (
+        2,
+        "Error: 'x' has no elements, so there is nothing to differentiate\n",
+    )
+
+
+def test_jacobian_honours_the_sympy_timeout():
+    import time
+
+    start = time.perf_counter()
+    run = cli("jacobian", "prod(x)", "--x", "full(250, 1.01)", "--sympy-timeout", "1", "--json")
+    assert time.perf_counter() - start < 30
+    assert run.json()["expected_by"] == "numeric"
+    assert "(--sympy-timeout); checked numerically instead" in " ".join(run.json()["notes"])
