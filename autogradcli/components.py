@@ -164,7 +164,7 @@ class ComponentModel:
         notes: set[str] = set()
         with np.errstate(all="ignore"):
             for k, term in enumerate(flat):
-                expr = sp.sympify(term)
+                expr = _term(term)
                 out[k] = float(evaluate_numeric(expr, env))
                 if not math.isfinite(out[k]) and expr.free_symbols:
                     precise = _precise(expr, env)  # exp(1000)/exp(1000) overflows float64 only
@@ -249,6 +249,13 @@ class ComponentModel:
         if total is not None:
             return f"∂sum(out)/∂{first} = {total} (component-wise)"
         return f"J = ∂out/∂{name}: {jac.size} entries (component-wise; see autograd-cli jacobian)"
+
+
+def _term(term: Any) -> sp.Expr:
+    """An array cell as a SymPy term (NumPy sums of no terms leave a plain 0)."""
+    if isinstance(term, sp.Basic):
+        return term
+    return sp.Float(term) if isinstance(term, float) else sp.Integer(int(term))
 
 
 def _precise(expr: Any, env: dict[sp.Symbol, np.ndarray]) -> float:
