@@ -71,6 +71,11 @@ class ComponentModel:
         self.limits = limits or Limits()
         self.shapes = program_shapes(expression, shapes, self.limits)
         inputs = sum(math.prod(shapes[n]) for n in expression.variables)
+        if inputs > MAX_EXACT_INPUTS:  # before a single symbol is made
+            raise TooLarge(
+                f"the exact SymPy check covers up to {MAX_EXACT_INPUTS} input elements; "
+                f"this one has {inputs}"
+            )
         self.symbols = {n: element_symbols(n, shapes[n]) for n in expression.variables}
         self._steps: dict[str, np.ndarray] = {}
         nodes = [*(s.node for s in expression.steps), expression.root]
@@ -78,11 +83,6 @@ class ComponentModel:
 
         out_shape = infer_shape(expression.root, self.shapes, self.limits)
         entries = math.prod(out_shape) * inputs
-        if inputs > MAX_EXACT_INPUTS:
-            raise TooLarge(
-                f"the exact SymPy check covers up to {MAX_EXACT_INPUTS} input elements; "
-                f"this one has {inputs}"
-            )
         if entries > max_entries:
             raise TooLarge(
                 f"the exact SymPy check covers up to {max_entries} Jacobian entries (output "
