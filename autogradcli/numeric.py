@@ -28,7 +28,7 @@ class NumericTolerance:
 
 
 DEFAULT = NumericTolerance()
-MAX_EVALUATIONS = 200_000
+MAX_EVALUATIONS = 20_000  # forward passes; a numeric gradient needs 2 per input element
 
 
 def _copy(values: Values) -> Values:
