@@ -15,7 +15,7 @@ import numpy as np
 from autogradcli.compare import compare
 from autogradcli.errors import LimitError, VariableError
 from autogradcli.expression import Call, Limits, is_elementwise, walk
-from autogradcli.gradient import Run, prepare, start
+from autogradcli.gradient import Run, exact_or_none, prepare, start
 from autogradcli.numeric import DEFAULT as NUMERIC
 from autogradcli.result import Block, DerivativeResult, JacobianRow
 from autogradcli.vocabulary import REDUCTIONS
@@ -63,37 +63,24 @@ MAX_EXACT_HESSIAN_INPUTS = 64  # input elements; the Hessian is their square in 
 def _exact(run: Run, notes: list[str], max_inputs: int | None = None) -> Any:
     """SymPy's component-wise model, or None (with a note) when it is too large or slow."""
     from autogradcli.components import ComponentModel, TooLarge
-    from autogradcli.symbolic import NoClosedForm, SympyTimeout, time_limit
 
     setup = run.setup
     inputs = sum(math.prod(setup.shapes[n]) for n in setup.expression.variables)
-    try:
+
+    def work() -> Any:
         if max_inputs is not None and inputs > max_inputs:
             raise TooLarge(
                 f"the exact SymPy Hessian covers up to {max_inputs} input elements; "
                 f"this one has {inputs}"
             )
-        with time_limit(setup.limits.sympy_seconds):
-            return ComponentModel(setup.expression, setup.shapes, setup.limits)
-    except TooLarge as exc:
-        notes.append(f"{exc}; checked numerically instead (central differences, float64)")
-    except SympyTimeout as exc:
-        notes.append(f"{exc} (--sympy-timeout); checked numerically instead")
-    except NoClosedForm as exc:
-        notes.append(f"SymPy gives no number here ({exc}); checked numerically instead")
-    return None
+        return ComponentModel(setup.expression, setup.shapes, setup.limits)
+
+    return exact_or_none(run, notes, work)
 
 
 def _timed(run: Run, notes: list[str], work: Any) -> Any:
     """``work()`` within --sympy-timeout; an empty dict (and a note) when it runs out."""
-    from autogradcli.symbolic import SympyTimeout, time_limit
-
-    try:
-        with time_limit(run.setup.limits.sympy_seconds):
-            return work()
-    except SympyTimeout as exc:
-        notes.append(f"{exc} (--sympy-timeout); checked numerically instead")
-        return {}
+    return exact_or_none(run, notes, work) or {}
 
 
 def _block(

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import secrets
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +38,8 @@ from autogradcli.glossary import lookup
 from autogradcli.numeric import DEFAULT as NUMERIC
 from autogradcli.result import GradResult, PassResult, TensorResult, VariableResult
 from autogradcli.values import RandomSource, read_value
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import torch
@@ -559,27 +561,40 @@ def _domain_edges(
         )
 
 
-def symbolic_check(run: Run, notes: list[str]) -> tuple[Any, Expected | None]:
-    """SymPy's model and its expected values, or (None, None) with a note saying why the
-    exact check is not available (too large, or SymPy gives no number here)."""
-    from autogradcli.components import ComponentModel, TooLarge
-    from autogradcli.symbolic import NoClosedForm, SymbolicModel, SympyTimeout, time_limit
+def exact_or_none(run: Run, notes: list[str], work: Callable[[], T]) -> T | None:
+    """``work()`` (SymPy's exact check) within --sympy-timeout, or None with a note saying
+    why the numeric check stands in: too large, too slow, or no number from SymPy."""
+    from autogradcli.components import TooLarge
+    from autogradcli.symbolic import NoClosedForm, SympyTimeout, time_limit
 
-    setup = run.setup
     try:
-        with time_limit(setup.limits.sympy_seconds):
-            if is_elementwise(setup.expression):
-                model: Any = SymbolicModel(setup.expression, setup.shapes, setup.limits)
-            else:
-                model = ComponentModel(setup.expression, setup.shapes, setup.limits)
-            return model, model.evaluate(run.seen, run.seen_weights, setup.differentiate)
+        with time_limit(run.setup.limits.sympy_seconds):
+            return work()
     except TooLarge as exc:
         notes.append(f"{exc}; checked numerically instead (central differences, float64)")
     except SympyTimeout as exc:
         notes.append(f"{exc} (--sympy-timeout); checked numerically instead")
     except NoClosedForm as exc:
         notes.append(f"SymPy gives no number here ({exc}); checked numerically instead")
-    return None, None
+    return None
+
+
+def symbolic_check(run: Run, notes: list[str]) -> tuple[Any, Expected | None]:
+    """SymPy's model and its expected values, or (None, None) with a note saying why the
+    exact check is not available."""
+    from autogradcli.components import ComponentModel
+    from autogradcli.symbolic import SymbolicModel
+
+    setup = run.setup
+
+    def work() -> tuple[Any, Expected]:
+        if is_elementwise(setup.expression):
+            model: Any = SymbolicModel(setup.expression, setup.shapes, setup.limits)
+        else:
+            model = ComponentModel(setup.expression, setup.shapes, setup.limits)
+        return model, model.evaluate(run.seen, run.seen_weights, setup.differentiate)
+
+    return exact_or_none(run, notes, work) or (None, None)
 
 
 def numeric_check(run: Run) -> Expected:
