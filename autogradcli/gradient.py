@@ -24,6 +24,7 @@ from autogradcli.compare import TOLERANCES, compare
 from autogradcli.devices import check_dtype
 from autogradcli.errors import UnknownVariableError, VariableError
 from autogradcli.expression import (
+    Call,
     Expression,
     Limits,
     Node,
@@ -33,11 +34,13 @@ from autogradcli.expression import (
     is_elementwise,
     parse_expression,
     program_shapes,
+    walk,
 )
 from autogradcli.glossary import lookup
 from autogradcli.numeric import DEFAULT as NUMERIC
 from autogradcli.result import GradResult, PassResult, TensorResult, VariableResult
 from autogradcli.values import RandomSource, read_value
+from autogradcli.vocabulary import KINKED
 
 T = TypeVar("T")
 
@@ -315,7 +318,15 @@ def compute_gradient(
     for index, grads in enumerate(snapshots, start=1):
         want = {n: times(index, True) * expected.grads[n] for n in ordered}
         agree = all(
-            compare(grads[n], want[n], rtol, atol, expected.kinks[n]).agree for n in ordered
+            compare(
+                grads[n],
+                want[n],
+                rtol,
+                atol,
+                expected.kinks[n],
+                _bounds(expected, n, times(index, True)),
+            ).agree
+            for n in ordered
         )
         passes.append(PassResult(index, grads, want, agree))
 
@@ -324,7 +335,8 @@ def compute_gradient(
         result = VariableResult(name, run.seen[name], requires_grad=name in differentiate)
         if name in differentiate:
             final, want = snapshots[-1][name], passes[-1].expected[name]
-            check = compare(final, want, rtol, atol, expected.kinks[name])
+            bounds = _bounds(expected, name, times(repeat, True))
+            check = compare(final, want, rtol, atol, expected.kinks[name], bounds)
             result.grad, result.expected = final, want
             if isinstance(model, SymbolicModel):
                 result.derivative = model.derivative_text(name)
@@ -336,6 +348,8 @@ def compute_gradient(
             result.notes = _notes(
                 expected.kink_notes[name], check.excluded, want, expected.kinks[name]
             )
+            if check.bracketed:
+                result.notes.append(_bracket_note(check.bracketed))
             if numbers is not None and model is not None:
                 scale = times(repeat, True)
                 result.numeric = scale * numbers.grads[name]
@@ -344,10 +358,16 @@ def compute_gradient(
                     result.numeric,
                     max(rtol, NUMERIC.rtol),
                     max(atol, NUMERIC.atol),
-                    expected.kinks[name],
+                    expected.kinks[name] | numbers.kinks[name],
+                    _bounds(numbers, name, scale),
                 )
                 result.numeric_max_abs_error = numeric_check_.max_abs_error
                 result.numeric_agree = numeric_check_.agree
+                off = int((numbers.kinks[name] & ~expected.kinks[name]).sum())
+                if off:
+                    result.notes.append(f"numeric check: {OFF_DOMAIN}; {off} element(s) left out")
+                if numeric_check_.bracketed:
+                    result.notes.append("numeric check: " + _bracket_note(numeric_check_.bracketed))
         variables[name] = result
 
     if same_graph and not retain_graph and repeat > 1:
@@ -389,16 +409,22 @@ def compute_gradient(
         explanation=explanation,
     )
     if not result.agree and dtype != "float64":
-        _recheck_in_float64(run, expected, result, rtol, atol)
+        _recheck_in_float64(run, expected, result, rtol, atol, numbers)
     return result
 
 
 def _recheck_in_float64(
-    run: Run, expected: Expected, result: GradResult, rtol: float, atol: float
+    run: Run,
+    expected: Expected,
+    result: GradResult,
+    rtol: float,
+    atol: float,
+    numbers: Expected | None = None,
 ) -> None:
     """A low-precision disagreement may be rounding alone: run the same inputs (as the
     dtype rounded them) once in float64; where float64 agrees with the reference, the
-    mismatch is named rounding and does not count as a disagreement."""
+    mismatch is named rounding and does not count as a disagreement. The same holds for
+    the numeric column (``numbers``)."""
     import torch
 
     from autogradcli import computation
@@ -424,11 +450,29 @@ def _recheck_in_float64(
         )
         result.output_agree = True
     for name, v in result.variables.items():
-        if v.agree is not False:
+        if v.agree is not False and v.numeric_agree is not False:
             continue
         grad = leaves[name].grad
         got = np.zeros(setup.shapes[name]) if grad is None else computation.to_numpy(grad)
-        check = compare(got, expected.grads[name], rtol64, atol64, expected.kinks[name])
+        if v.numeric_agree is False and numbers is not None:
+            check = compare(
+                got,
+                numbers.grads[name],
+                max(rtol64, NUMERIC.rtol),
+                max(atol64, NUMERIC.atol),
+                expected.kinks[name] | numbers.kinks[name],
+                _bounds(numbers, name),
+            )
+            if check.agree:
+                v.numeric_agree = True
+                v.rounding = v.rounding or _rounding(
+                    setup.dtype, v.grad, v.numeric_max_abs_error, check
+                )
+        if v.agree is not False:
+            continue
+        check = compare(
+            got, expected.grads[name], rtol64, atol64, expected.kinks[name], _bounds(expected, name)
+        )
         if check.agree:
             v.rounding = _rounding(setup.dtype, v.grad, v.max_abs_error, check)
             v.agree = True
@@ -442,9 +486,33 @@ def _recheck_in_float64(
         if not p.agree:
             p.agree = all(
                 name in explained
-                or compare(p.grads[name], p.expected[name], rtol, atol, expected.kinks[name]).agree
+                or compare(
+                    p.grads[name],
+                    p.expected[name],
+                    rtol,
+                    atol,
+                    expected.kinks[name],
+                    _bounds(expected, name, 1 if result.zero_grad else p.index),
+                ).agree
                 for name in p.grads
             )
+
+
+def _bounds(expected: Expected, name: str, scale: int = 1) -> tuple[Any, Any] | None:
+    """The numeric one-sided slopes for ``name`` (see numeric_check), times ``scale``
+    backward passes, or None."""
+    if name not in expected.bounds:
+        return None
+    low, high = expected.bounds[name]
+    return scale * low, scale * high
+
+
+def _bracket_note(count: int) -> str:
+    return (
+        f"the numeric step ({NUMERIC.eps:g}) crosses a kink at {count} element(s): central "
+        "differences mean nothing there, so autograd is checked to lie between the one-sided "
+        "slopes (PyTorch's choice at a kink is one of them or between them)"
+    )
 
 
 def _rounding(dtype: str, low: Any, error: float | None, check: Any) -> str:
@@ -554,6 +622,13 @@ def _domain_edges(
             continue
         numeric = np.broadcast_to(limits.grads[name], mask.shape)
         expected.grads[name] = np.where(mask, numeric, expected.grads[name])
+        off = mask & limits.kinks[name]
+        if off.any():  # no limit from one side only: left out
+            expected.kinks[name] = expected.kinks[name] | off
+            expected.kink_notes[name] = expected.kink_notes[name] | limits.kink_notes[name]
+        if name in limits.bounds:
+            low, high = limits.bounds[name]
+            expected.bounds[name] = (np.where(mask, low, np.nan), np.where(mask, high, np.nan))
         notes.append(
             f"SymPy's derivative for {name} is 0/0 or 0*inf at {int(mask.sum())} element(s) "
             "(a domain edge such as x**y at x = 0); there its limit, by central differences "
@@ -598,9 +673,13 @@ def symbolic_check(run: Run, notes: list[str]) -> tuple[Any, Expected | None]:
 
 
 def numeric_check(run: Run) -> Expected:
-    """Central finite differences of the same computation in float64 on the CPU."""
+    """Central finite differences of the same computation in float64 on the CPU.
+
+    Where the function is NaN within the step (outside its domain) the element is left out
+    (``kinks``, with a note); where it crosses a kink of abs, relu, max, min or norm (the
+    one-sided slopes differ) ``bounds`` holds the two slopes."""
     from autogradcli.computation import forward_numpy
-    from autogradcli.numeric import numeric_vjp
+    from autogradcli.numeric import numeric_slopes
     from autogradcli.symbolic import Expected
 
     setup = run.setup
@@ -610,14 +689,31 @@ def numeric_check(run: Run) -> Expected:
 
     names = [n for n in setup.expression.variables if n in setup.differentiate]
     weights = None if run.weight_tensor is None else run.seen_weights
-    grads = numeric_vjp(f, run.seen, weights, names)
-    shapes = setup.shapes
-    return Expected(
-        output=f(run.seen),
-        grads=grads,
-        kinks={n: np.zeros(shapes[n], dtype=bool) for n in names},
-        kink_notes={n: set() for n in names},
-    )
+    slopes = numeric_slopes(f, run.seen, weights, names)
+    kinked = has_kink(setup.expression)
+    expected = Expected(output=f(run.seen), grads={n: slopes[n].central for n in names})
+    for name in names:
+        s = slopes[name]
+        off = s.off_domain()
+        expected.kinks[name] = off
+        expected.kink_notes[name] = {OFF_DOMAIN} if off.any() else set()
+        if kinked:
+            across = s.across_kink() & ~off
+            low, high = np.fmin(s.left, s.right), np.fmax(s.left, s.right)
+            expected.bounds[name] = (np.where(across, low, np.nan), np.where(across, high, np.nan))
+    return expected
+
+
+OFF_DOMAIN = (
+    f"the function is NaN within the numeric step ({NUMERIC.eps:g}) here (outside its real "
+    "domain or at its edge), so central differences give no number"
+)
+
+
+def has_kink(expression: Expression) -> bool:
+    """Whether the expression calls a function with a kink (vocabulary.KINKED)."""
+    roots = [expression.root, *(s.node for s in expression.steps)]
+    return any(isinstance(n, Call) and n.func in KINKED for r in roots for n in walk(r))
 
 
 def _retain(trace: Trace, names: list[str], explicit: bool) -> None:
@@ -665,7 +761,9 @@ def _inspect(
         )
         if node is not None and model is not None:
             row.value_expected = model.value(node, run.seen)
-            check = compare(row.value, row.value_expected, rtol, atol)
+            with np.errstate(invalid="ignore"):  # IEEE NaN where SymPy simplified (x/x at 0):
+                lost = np.isnan(row.value) & np.isfinite(row.value_expected)  # see _domain_edges
+            check = compare(row.value, row.value_expected, rtol, atol, lost)
             row.value_agree = check.agree
         leaf = leaf_names.get(id(tensor))
         grad, note = _read_grad(tensor)

@@ -55,9 +55,36 @@ def _scalar(out: np.ndarray, what: str) -> float:
     return float(out.reshape(()))
 
 
-def _central(f: Forward, work: Values, name: str, eps: float) -> Iterator[np.ndarray]:
-    """For each element i of ``work[name]``: (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)."""
+@dataclass(frozen=True)
+class Slopes:
+    """Per input element: the central difference (the estimate) and the two one-sided ones,
+    (f(x) - f(x - eps)) / eps and (f(x + eps) - f(x)) / eps, which come from the same
+    evaluations plus f(x). Where the one-sided slopes disagree the step crosses a kink;
+    where one of them is NaN the step leaves the function's domain."""
+
+    central: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+    def across_kink(self, tol: NumericTolerance = DEFAULT) -> np.ndarray:
+        """Elements whose one-sided slopes differ by more than the tolerance allows."""
+        with np.errstate(invalid="ignore"):
+            size = np.maximum(np.abs(self.left), np.abs(self.right))
+            return np.abs(self.left - self.right) > tol.atol + tol.rtol * size
+
+    def off_domain(self) -> np.ndarray:
+        """Elements where the function is NaN on a side of the step (outside its domain, or
+        at a domain edge within eps), so that the central difference is NaN."""
+        return np.isnan(self.central) & (np.isnan(self.left) | np.isnan(self.right))
+
+
+def _differences(
+    f: Forward, work: Values, name: str, eps: float, one_sided: bool = True
+) -> Iterator[Slopes]:
+    """For each element i of ``work[name]``: the slopes of f at x along e_i (without
+    ``one_sided``, f(x) is not evaluated and the one-sided slopes are NaN)."""
     flat = work[name].reshape(-1)
+    here = _evaluate(f, work) if one_sided and flat.size else np.asarray(math.nan)
     for i in range(flat.size):
         x0 = flat[i]
         flat[i] = x0 + eps
@@ -66,7 +93,46 @@ def _central(f: Forward, work: Values, name: str, eps: float) -> Iterator[np.nda
         minus = _evaluate(f, work)
         flat[i] = x0
         with np.errstate(all="ignore"):
-            yield (plus - minus) / (2 * eps)
+            yield Slopes((plus - minus) / (2 * eps), (here - minus) / eps, (plus - here) / eps)
+
+
+def _central(f: Forward, work: Values, name: str, eps: float) -> Iterator[np.ndarray]:
+    """For each element i of ``work[name]``: (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)."""
+    return (s.central for s in _differences(f, work, name, eps, one_sided=False))
+
+
+def numeric_slopes(
+    f: Forward,
+    values: Values,
+    weights: np.ndarray | None,
+    names: Sequence[str],
+    eps: float = DEFAULT.eps,
+) -> dict[str, Slopes]:
+    """Slopes of sum(f(values) * weights) (weights None: f must return one element) w.r.t.
+    each element of each name, shaped like values[name] (2 forward passes per element, and
+    one at the point)."""
+    work = _copy(values)
+    _check_budget(2 * sum(work[n].size for n in names) + 1, "gradient")
+
+    def loss(v: Values) -> np.ndarray:
+        out = np.asarray(f(v), dtype=np.float64)
+        if weights is None:
+            return np.asarray(_scalar(out, "a gradient without weights"))
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != out.shape:
+            raise ValueError(f"weights of shape {list(w.shape)} for an output of {list(out.shape)}")
+        return np.asarray(np.sum(out * w))
+
+    result = {}
+    for n in names:
+        rows = list(_differences(loss, work, n, eps))
+        result[n] = Slopes(
+            *(
+                np.array([getattr(r, part) for r in rows], dtype=np.float64).reshape(work[n].shape)
+                for part in ("central", "left", "right")
+            )
+        )
+    return result
 
 
 def numeric_vjp(
@@ -78,22 +144,7 @@ def numeric_vjp(
 ) -> dict[str, np.ndarray]:
     """Gradient of sum(f(values) * weights) (weights None: f must return one element) w.r.t.
     each name, by central differences, shaped like values[name]."""
-    work = _copy(values)
-    _check_budget(2 * sum(work[n].size for n in names), "gradient")
-
-    def loss(v: Values) -> np.ndarray:
-        out = np.asarray(f(v), dtype=np.float64)
-        if weights is None:
-            return np.asarray(_scalar(out, "a gradient without weights"))
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != out.shape:
-            raise ValueError(f"weights of shape {list(w.shape)} for an output of {list(out.shape)}")
-        return np.asarray(np.sum(out * w))
-
-    return {
-        n: np.array(list(_central(loss, work, n, eps)), dtype=np.float64).reshape(work[n].shape)
-        for n in names
-    }
+    return {n: s.central for n, s in numeric_slopes(f, values, weights, names, eps).items()}
 
 
 def numeric_jacobian(

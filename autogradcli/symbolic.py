@@ -61,6 +61,9 @@ class Expected:
     kinks: dict[str, np.ndarray] = field(default_factory=dict)
     kink_notes: dict[str, set[str]] = field(default_factory=dict)
     output_excluded: np.ndarray | None = None  # output elements left out of the check
+    # (low, high) per variable, NaN where unused: the one-sided numeric slopes where a
+    # numeric step crosses a kink (autograd must lie between them there)
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 class SymbolicModel:
@@ -188,7 +191,7 @@ class SymbolicModel:
             )
             upstream = np.broadcast_to(np.asarray(weights, dtype=np.float64), self.output.shape)
             self._exact_zeros = exact_zeros
-            self._vjp(self.output, upstream, env, expected, differentiate, tainted=set())
+            self._vjp(self.output, upstream, env, expected, differentiate)
         return expected
 
     def _reduce_all(self, expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> None:
@@ -210,8 +213,10 @@ class SymbolicModel:
         env: dict[sp.Symbol, np.ndarray],
         expected: Expected,
         differentiate: frozenset[str],
-        tainted: set[str],
+        kinks: bool = True,
     ) -> None:
+        """Add ``upstream``'s vector-Jacobian product through ``block`` to ``expected.grads``
+        (recursing into reductions); with ``kinks``, also mark the inputs that move a kink."""
         names = {s: n for n, s in self.symbols.items() if n in differentiate}
         for symbol in sorted(block.expr.free_symbols, key=str):  # a fixed order of sums
             if symbol not in names and symbol not in self.reductions:
@@ -221,30 +226,48 @@ class SymbolicModel:
             contribution = upstream * local
             if self._exact_zeros:
                 contribution = np.where(upstream == 0, 0.0, contribution)
-            kink_mask, notes = find_kinks(derivative, env, block.shape)
+            if kinks:
+                for atom, at in kink_sites(derivative, env, block.shape):
+                    self._mark_movers(atom, at, block.shape, env, expected, differentiate)
             if symbol in names:
                 name = names[symbol]
                 shape = self.shapes[name]
                 expected.grads[name] = expected.grads[name] + reduce_to_shape(contribution, shape)
-                mask = reduce_to_shape(kink_mask, shape, np.logical_or)
-                if name in tainted:
-                    mask = np.ones(shape, dtype=bool)
-                expected.kinks[name] |= mask
-                if mask.any():
-                    expected.kink_notes[name] |= notes
                 continue
             inner = self.reductions[symbol]
             scale = np.sum(contribution, dtype=np.float64)
             if inner.kind == "mean" and inner.shape:
                 scale = scale / math.prod(inner.shape)
-            inner_tainted = set(tainted)
-            if kink_mask.any():
-                inner_tainted |= set(names.values())
-                for name in names.values():
-                    expected.kink_notes[name] |= notes
-            self._vjp(
-                inner, np.full(inner.shape, scale), env, expected, differentiate, inner_tainted
-            )
+            self._vjp(inner, np.full(inner.shape, scale), env, expected, differentiate, kinks)
+
+    def _mark_movers(
+        self,
+        atom: sp.Expr,
+        at: np.ndarray,
+        shape: Shape,
+        env: dict[sp.Symbol, np.ndarray],
+        expected: Expected,
+        differentiate: frozenset[str],
+    ) -> None:
+        """Mark the input elements whose change moves ``atom``'s argument at the elements
+        ``at`` where it sits at its jump: a nonzero total derivative, through reductions too
+        (in abs(sum(y) - y) the first argument, y1 + y2, does not move with y0). Random
+        positive weights keep different kink elements from cancelling."""
+        weights = np.where(at, np.random.default_rng(0).uniform(1.0, 2.0, shape), 0.0)
+        moved = Expected(
+            output=np.zeros(()),
+            grads={n: np.zeros(self.shapes[n]) for n in expected.grads},
+        )
+        exact_zeros, self._exact_zeros = self._exact_zeros, True
+        try:
+            self._vjp(Block(atom.args[0], shape), weights, env, moved, differentiate, kinks=False)
+        finally:
+            self._exact_zeros = exact_zeros
+        for name, grad in moved.grads.items():
+            mask = grad != 0  # NaN counts as moved
+            if mask.any():
+                expected.kinks[name] |= mask
+                expected.kink_notes[name].add(KINKS[type(atom).__name__])
 
 
 def reduce_to_shape(array: np.ndarray, shape: Shape, ufunc: np.ufunc = np.add) -> np.ndarray:
@@ -263,8 +286,20 @@ def find_kinks(
     """Where a jump function in ``derivative`` sits exactly at its jump, and which note applies."""
     mask = np.zeros(shape, dtype=bool)
     notes: set[str] = set()
+    for atom, at_jump in kink_sites(derivative, env, shape):
+        mask |= at_jump
+        notes.add(KINKS[type(atom).__name__])
+    return mask, notes
+
+
+def kink_sites(
+    derivative: sp.Expr, env: dict[sp.Symbol, np.ndarray], shape: Shape
+) -> list[tuple[sp.Expr, np.ndarray]]:
+    """Each jump function in ``derivative`` that sits exactly at its jump somewhere, with
+    the mask of those elements."""
+    sites = []
     whole = None
-    for atom in derivative.atoms(sp.Heaviside, sp.sign, sp.DiracDelta):
+    for atom in sorted(derivative.atoms(sp.Heaviside, sp.sign, sp.DiracDelta), key=str):
         at_jump = np.broadcast_to(evaluate_numeric(atom.args[0], env) == 0, shape)
         if isinstance(atom, sp.DiracDelta):  # only where it is not multiplied away
             if whole is None:
@@ -274,9 +309,8 @@ def find_kinks(
         elif at_jump.any():  # a jump that does not change the value (x*sign(x)) is no kink
             at_jump = at_jump & _jumps(derivative, atom, env, shape)
         if at_jump.any():
-            mask |= at_jump
-            notes.add(KINKS[type(atom).__name__])
-    return mask, notes
+            sites.append((atom, at_jump))
+    return sites
 
 
 def _jumps(
@@ -329,6 +363,11 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
         if node.is_Add:
             return reduce(np.add, (value(a) for a in node.args))
         if node.is_Mul:
+            bases = [a.base if a.is_Pow else a for a in node.args]
+            if len(set(bases)) < len(bases):  # x**y*y/x is 0/0 at x = 0; y*x**(y-1) is not
+                merged = sp.powsimp(node, combine="exp")
+                if merged != node:
+                    return value(merged)
             steps = [a for a in node.args if isinstance(a, sp.Heaviside)]
             off = reduce(np.logical_or, (value(a.args[0]) < 0 for a in steps), np.False_)
             if np.any(off):  # Heaviside(a) = 0 on a < 0: this term is 0 there, even times inf
@@ -340,6 +379,11 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
                 at = value(delta.args[0]) == 0
                 rest = np.where(at & (rest == 0), 0.0, rest * value(delta))
             return rest
+        if node.is_Pow and isinstance(node.base, sp.sign) and node.exp == -1:
+            # SymPy writes Abs(u) as u/sign(u) inside derivatives (d/dz of
+            # Abs(z/sin(Abs(x)))); 1/sign(u) = sign(u) for u != 0, and taking it so keeps
+            # u/sign(u) = |u| = 0 at u = 0 instead of 0/0
+            return np.sign(value(node.base.args[0]))
         if node.is_Pow:
             return np.power(value(node.base), value(node.exp))
         if node.func in _UNARY_NUMPY and len(node.args) == 1:
@@ -352,6 +396,11 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
         if isinstance(node, sp.DiracDelta):  # relu'', abs'' (and its derivatives)
             inner = value(node.args[0])
             return np.where(inner == 0, np.inf, 0.0)
+        if isinstance(node, sp.atan2):  # SymPy's arg() of a maybe-complex asin/acos/...
+            return np.arctan2(value(node.args[0]), value(node.args[1]))
+        if isinstance(node, (sp.re, sp.im)):  # real inputs: re(v) = v, im(v) = 0 (NaN stays)
+            inner = value(node.args[0])
+            return inner if isinstance(node, sp.re) else np.where(np.isnan(inner), np.nan, 0.0)
         if isinstance(node, (sp.Max, sp.Min)):
             pick = np.maximum if isinstance(node, sp.Max) else np.minimum
             return reduce(pick, (value(a) for a in node.args))

@@ -239,6 +239,12 @@ KINKS: dict[str, str] = {
 }
 
 
+# Functions of the language with a kink (a jump in the first derivative): abs and relu at 0,
+# max and min at a tie, norm at the zero vector. Only an expression using one of them lets a
+# numeric check accept a value between its one-sided slopes.
+KINKED: frozenset[str] = frozenset({"abs", "relu", "max", "min", "norm"})
+
+
 def function_names() -> list[str]:
     """All callable names of the language: elementwise functions, then tensor functions."""
     return [*FUNCTIONS, *TENSOR_FUNCTIONS]

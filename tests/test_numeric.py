@@ -217,7 +217,7 @@ def test_evaluation_cap_raises_before_calling_f(monkeypatch: pytest.MonkeyPatch)
         return np.sum(v["x"])
 
     big = {"x": np.zeros(numeric.MAX_EVALUATIONS // 2 + 1)}
-    with pytest.raises(LimitError, match=r"needs 20002 forward evaluations; the limit is 20000"):
+    with pytest.raises(LimitError, match=r"needs 20003 forward evaluations; the limit is 20000"):
         numeric_vjp(f, big, None, ["x"])
     with pytest.raises(LimitError, match="use smaller inputs"):
         numeric_jacobian(f, big, ["x"])

@@ -111,3 +111,74 @@ def test_jacobian_honours_the_sympy_timeout():
     assert time.perf_counter() - start < 30
     assert run.json()["expected_by"] == "numeric"
     assert "(--sympy-timeout); checked numerically instead" in " ".join(run.json()["notes"])
+
+
+# The numeric check near a kink or a domain edge (found by the mpmath differential test)
+
+NEAR = [
+    # (args, variable, autograd's gradient, words the notes must contain)
+    (["abs(x)", "--x", "1e-7"], "x", 1.0, "crosses a kink at 1 element(s)"),
+    (["relu(x-1)", "--x", "1.0000001", "--dtype", "float64"], "x", 1.0, "crosses a kink"),
+    (["norm(x)", "--x", "[1e-8, 0.0]"], "x", [1.0, 0.0], "crosses a kink at 1 element(s)"),
+    (["sqrt(x)", "--x", "1e-7"], "x", 1581.138916015625, "NaN within the numeric step (1e-06)"),
+    (["log(x)", "--x", "-1"], "x", -1.0, "outside its real domain or at its edge"),
+]
+
+
+@pytest.mark.parametrize(("args", "name", "grad", "words"), NEAR, ids=[c[0][0] for c in NEAR])
+def test_numeric_step_across_a_kink_or_edge_is_named_not_a_false_disagree(args, name, grad, words):
+    doc = cli("grad", *args, "--numeric", "--json").json()
+    v = doc["variables"][name]
+    assert v["grad"] == grad
+    assert (v["agree"], v["numeric_agree"], doc["agree"]) == (True, True, True)
+    assert words in " ".join(v["notes"]), v["notes"]
+
+
+def test_numeric_reference_at_300_ties_checks_a_subgradient():
+    # beyond the exact check's 256 inputs; central differences give 0.5 at each tied zero,
+    # the one-sided slopes 0 and 1, PyTorch 1/300
+    doc = cli("grad", "max(x)", "--x", "zeros(300)", "--json").json()
+    assert doc["expected_by"] == "numeric"
+    v = doc["variables"]["x"]
+    assert v["grad"][0] == pytest.approx(1 / 300)
+    assert v["expected"][0] == pytest.approx(0.5)
+    assert (v["agree"], doc["agree"]) == (True, True)
+    assert "crosses a kink at 300 element(s)" in " ".join(v["notes"])
+
+
+def test_a_wrong_gradient_across_a_kink_is_still_caught(wrong_sin):
+    # outside the one-sided slopes [0, 1] of relu: the bounds do not accept anything
+    run = cli("grad", "relu(sin(x))", "--x", "1e-7", "--numeric", "--json")
+    v = run.json()["variables"]["x"]
+    assert run.exit_code == 1
+    assert v["numeric_agree"] is False
+
+
+def test_x_to_a_fractional_power_at_zero():
+    # d/dx x**y = y*x**(y-1): 0 for y = 1.5, inf for y = 0.5 (PyTorch's values), not 0/0
+    for y, grad in (("1.5", 0.0), ("0.5", INF), ("-0.5", "-Infinity")):
+        doc = cli("grad", "x**y", "--x", "0", "--y", y, "--json").json()
+        assert (doc["variables"]["x"]["grad"], doc["variables"]["x"]["expected"]) == (grad, grad)
+        assert doc["agree"] is True
+
+
+def test_abs_written_as_u_over_sign_u_by_sympy_is_zero_at_zero():
+    # SymPy's d/dz abs(z/(2+sin(abs(x)))) contains x/sign(x); at x = 0 that is |x| = 0
+    doc = cli(
+        "grad", "abs(z/(2+sin(abs(x))))", "--x", "0", "--z", "1e-9", "--dtype", "float64", "--json"
+    ).json()
+    assert doc["variables"]["z"]["expected"] == 0.5
+    assert doc["agree"] is True
+
+
+def test_numeric_column_mismatch_from_float32_overflow_is_named():
+    run = cli("grad", "exp(x)", "--x", "100", "--numeric", "--json")
+    v = run.json()["variables"]["x"]
+    assert (run.exit_code, v["grad"], v["numeric_agree"]) == (0, INF, True)
+    assert v["rounding"].startswith("overflow: float32 holds numbers up to 3.4e+38")
+
+
+def test_inspect_leaves_out_a_nan_that_sympy_simplified_away():
+    run = cli("grad", "x/x", "--x", "0", "--inspect", "--json")
+    out = run.json()["tensors"]["out"]
+    assert (run.exit_code, out["value"], out["value_expected"], out["agree"]) == (0, NAN, 1.0, True)
