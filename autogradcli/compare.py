@@ -30,7 +30,7 @@ def compare(
     actual: np.ndarray,
     expected: np.ndarray,
     rtol: float,
-    atol: float,
+    atol: float | np.ndarray,
     exclude: np.ndarray | None = None,
     bounds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Comparison:

@@ -7,7 +7,7 @@ opinion or as the check when SymPy's exact check is too large.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -93,6 +93,7 @@ def _block(
     kinks: np.ndarray | None,
     numeric: np.ndarray | None,
     exact: bool,
+    numeric_rounding: np.ndarray | None = None,
 ) -> Block:
     setup = run.setup
     rtol, atol = setup.rtol, setup.atol
@@ -105,7 +106,10 @@ def _block(
         block.cross_agree = compare(autograd, cross, setup.rtol, setup.atol).agree
     block.excluded = check.excluded
     if numeric is not None:
-        n = compare(autograd, numeric, max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol), kinks)
+        widen = 0.0 if numeric_rounding is None else numeric_rounding
+        n = compare(
+            autograd, numeric, max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol) + widen, kinks
+        )
         block.numeric, block.numeric_agree = numeric, n.agree
     return block
 
@@ -197,7 +201,18 @@ def compute_jacobian(
                 model is not None,
             )
         )
-    return _result(run, "jacobian", blocks, notes, model is not None, rows=rows)
+    result = _result(run, "jacobian", blocks, notes, model is not None, rows=rows)
+    return _recheck_in_float64(
+        result,
+        lambda: compute_jacobian(
+            expression,
+            run.seen,
+            const=const,
+            numeric=numeric,
+            max_entries=max_entries,
+            **_float64(options),
+        ),
+    )
 
 
 def compute_hessian(
@@ -290,7 +305,18 @@ def compute_hessian(
                     model is not None,
                 )
             )
-    return _result(run, "hessian", blocks, notes, model is not None)
+    result = _result(run, "hessian", blocks, notes, model is not None)
+    return _recheck_in_float64(
+        result,
+        lambda: compute_hessian(
+            expression,
+            run.seen,
+            const=const,
+            numeric=numeric,
+            max_entries=max_entries,
+            **_float64(options),
+        ),
+    )
 
 
 def compute_order(
@@ -309,7 +335,7 @@ def compute_order(
     import torch
 
     from autogradcli.computation import to_numpy
-    from autogradcli.numeric import numeric_derivative
+    from autogradcli.numeric import numeric_derivative_with_error
     from autogradcli.symbolic import (
         SymbolicModel,
         evaluate_numeric,
@@ -357,7 +383,7 @@ def compute_order(
         expected = reduce_to_shape(full, setup.shapes[n])
         kinks = reduce_to_shape(mask, setup.shapes[n], np.logical_or)
         notes += sorted(kink_notes) if kinks.any() else []
-        numbers = None
+        numbers = rounding = None
         if numeric:
             f = _numeric_forward(run)
 
@@ -366,10 +392,58 @@ def compute_order(
                     np.broadcast_to(f({**run.seen, name: v}), setup.out_shape), setup.shapes[name]
                 )
 
-            numbers = numeric_derivative(along, run.seen[n], order)
-        blocks.append(_block(run, n, autograd, None, "", expected, kinks, numbers, True))
+            numbers, rounding = numeric_derivative_with_error(along, run.seen[n], order)
+            if np.any(rounding > NUMERIC.atol):
+                notes.append(
+                    f"numeric check of {n}: differences of order {order} amplify float64 "
+                    "rounding of the function's values; its tolerance is widened by up to "
+                    f"{float(np.max(rounding)):.3g} (absolute)"
+                )
+        blocks.append(_block(run, n, autograd, None, "", expected, kinks, numbers, True, rounding))
     result = _result(run, f"order {order}", blocks, notes, True)
     result.derivatives = derivatives
+    return _recheck_in_float64(
+        result,
+        lambda: compute_order(
+            expression, run.seen, order, const=const, numeric=numeric, **_float64(options)
+        ),
+    )
+
+
+def _float64(options: dict[str, Any]) -> dict[str, Any]:
+    """The same options in float64 with float64's default tolerances."""
+    return {**{k: v for k, v in options.items() if k not in ("rtol", "atol")}, "dtype": "float64"}
+
+
+def _recheck_in_float64(
+    result: DerivativeResult, again: Callable[[], DerivativeResult]
+) -> DerivativeResult:
+    """As for ``grad``: where a low-precision block disagrees, the same inputs (as the dtype
+    rounded them) run once more in float64 (``again``); a block that agrees there is named
+    rounding or overflow and no longer counts as a disagreement."""
+    if result.agree or result.dtype == "float64":
+        return result
+    high = {b.key: b for b in again().blocks}
+    for block in result.blocks:
+        other = high.get(block.key)
+        if block.all_agree or other is None:
+            continue
+        if other.agree and other.cross_agree is not False:
+            finite = bool(np.all(np.isfinite(block.autograd)))
+            what = "rounding" if finite else "overflow to inf/NaN"
+            block.rounding = (
+                f"{what}: {result.dtype} gives an error of {block.max_abs_error:.3g}; "
+                f"float64 agrees (error {other.max_abs_error:.3g})"
+            )
+            block.agree = True
+            block.cross_agree = None if block.cross_agree is None else True
+            block.numeric_agree = None if block.numeric_agree is None else other.numeric_agree
+            result.notes.append(f"{block.key}: {block.rounding}")
+        else:
+            result.notes.append(
+                f"{block.key}: float64 disagrees too (max abs error "
+                f"{other.max_abs_error:.3g}): a real mismatch, not rounding"
+            )
     return result
 
 

@@ -292,6 +292,7 @@ class Block:
     excluded: int = 0
     numeric: np.ndarray | None = None
     numeric_agree: bool | None = None
+    rounding: str | None = None  # a low-precision mismatch that float64 does not have
 
     @property
     def all_agree(self) -> bool:
@@ -309,6 +310,7 @@ class Block:
             "excluded": self.excluded,
             "numeric": _maybe(self.numeric),
             "numeric_agree": self.numeric_agree,
+            "rounding": self.rounding,
             "agree": self.all_agree,
         }
 

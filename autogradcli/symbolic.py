@@ -398,9 +398,13 @@ def evaluate_numeric(expr: sp.Expr, env: dict[sp.Symbol, np.ndarray]) -> np.ndar
             return np.where(inner == 0, np.inf, 0.0)
         if isinstance(node, sp.atan2):  # SymPy's arg() of a maybe-complex asin/acos/...
             return np.arctan2(value(node.args[0]), value(node.args[1]))
-        if isinstance(node, (sp.re, sp.im)):  # real inputs: re(v) = v, im(v) = 0 (NaN stays)
+        if isinstance(node, (sp.re, sp.im, sp.arg)):  # of a real v: v, 0, and 0 or pi
             inner = value(node.args[0])
-            return inner if isinstance(node, sp.re) else np.where(np.isnan(inner), np.nan, 0.0)
+            if isinstance(node, sp.re):
+                return inner
+            with np.errstate(invalid="ignore"):
+                angle = np.where(inner < 0, math.pi, 0.0) if isinstance(node, sp.arg) else 0.0
+            return np.where(np.isnan(inner), np.nan, angle)
         if isinstance(node, (sp.Max, sp.Min)):
             pick = np.maximum if isinstance(node, sp.Max) else np.minimum
             return reduce(pick, (value(a) for a in node.args))

@@ -306,15 +306,24 @@ def test_rich_report_shows_weights_and_notes():
     assert "relu'(0) is undefined; PyTorch uses 0, SymPy's Heaviside(0) is 1/2" in run.stdout
 
 
-def test_no_closed_form_from_sympy_falls_back_to_the_numeric_check():
-    doc = grad_json("abs(asin(x))", "--x", "0.5")
+def test_no_closed_form_from_sympy_falls_back_to_the_numeric_check(monkeypatch):
+    # sin's SymPy side replaced by a function SymPy knows nothing of: its derivative stays
+    # an unevaluated Derivative, which has no number
+    import sympy
+
+    from autogradcli import vocabulary
+
+    unknown = vocabulary.Function(
+        "sin", torch=vocabulary.FUNCTIONS["sin"].torch, sympy=lambda s, a: sympy.Function("f")(a)
+    )
+    monkeypatch.setitem(vocabulary.FUNCTIONS, "sin", unknown)
+    doc = grad_json("sin(x)", "--x", "0.5")
     assert doc["expected_by"] == "numeric"
     assert doc["notes"] == [
-        "SymPy gives no number here (SymPy leaves atan2(0, 1 - x**2) unevaluated); checked "
-        "numerically instead"
+        "SymPy gives no number here (SymPy leaves f(x) unevaluated); checked numerically instead"
     ]
-    assert doc["variables"]["x"]["grad"] == pytest.approx(1 / math.sqrt(0.75), rel=1e-6)
-    assert doc["variables"]["x"]["expected"] == pytest.approx(1 / math.sqrt(0.75), rel=1e-6)
+    assert doc["variables"]["x"]["grad"] == pytest.approx(math.cos(0.5), rel=1e-6)
+    assert doc["variables"]["x"]["expected"] == pytest.approx(math.cos(0.5), rel=1e-6)
 
 
 def test_random_values_report_their_seed():

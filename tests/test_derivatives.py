@@ -439,3 +439,55 @@ def test_second_derivative_of_abs_cubed_at_zero_is_zero_and_checked():
     assert doc["blocks"]["x"]["expected"] == [0.0, 12.0]  # 6|x|
     assert_block(doc, "x", [0.0, 12.0])
     assert doc["blocks"]["x"]["excluded"] == 0 and doc["notes"] == []
+
+
+@pytest.mark.parametrize(
+    ("expr", "x", "order"), [("x**2", "100", 5), ("x**3", "2", 8), ("exp(x)", "30", 3)]
+)
+def test_numeric_order_tolerance_covers_float64_rounding_of_the_differences(expr, x, order):
+    # the K-th differences divide by h**K: x**2 at 100 gives about 1e-3 for a 5th derivative
+    # of 0; the tolerance grows by the rounding bound and the note says by how much
+    run = cli("grad", expr, "--x", x, "--order", str(order), "--numeric", *F64, "--json")
+    doc = run.json()
+    assert (run.exit_code, doc["blocks"]["x"]["numeric_agree"]) == (0, True)
+    assert f"differences of order {order} amplify float64 rounding" in " ".join(doc["notes"])
+
+
+def test_numeric_derivative_rounding_bound_covers_the_error():
+    from autogradcli.numeric import numeric_derivative_with_error
+
+    x = np.array([100.0, 1000.0])
+    value, bound = numeric_derivative_with_error(lambda t: t**2, x, 5)
+    assert np.all(np.abs(value) <= bound)  # the true 5th derivative is 0
+    assert np.all(bound < 1e3 * np.abs(value).max() + 1)  # and the bound is not absurdly loose
+
+
+def test_numeric_order_still_catches_a_wrong_derivative(wrong_sin):
+    run = cli("grad", "sin(x)", "--x", "0.5", "--order", "2", "--numeric", "--json")
+    assert run.exit_code == 1
+    assert run.json()["blocks"]["x"]["numeric_agree"] is False
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("jacobian", "exp(x)", "--x", "[1, 100]"),
+        ("hessian", "sum(exp(x))", "--x", "[1, 100]"),
+        ("grad", "exp(x)", "--x", "[1, 100]", "--order", "2"),
+    ],
+    ids=["jacobian", "hessian", "order"],
+)
+def test_float32_overflow_in_derivatives_is_named_after_a_float64_rerun(args):
+    run = cli(*args, "--json")
+    doc = run.json()
+    block = next(iter(doc["blocks"].values()))
+    assert (run.exit_code, doc["agree"]) == (0, True)
+    assert block["rounding"].startswith("overflow to inf/NaN: float32 gives an error of")
+    assert block["rounding"].endswith("float64 agrees (error 0)")
+
+
+def test_a_real_mismatch_in_a_jacobian_is_not_called_rounding(wrong_sin):
+    run = cli("jacobian", "sin(x)", "--x", "[0.5, 1.0]", "--json")
+    doc = run.json()
+    assert (run.exit_code, doc["blocks"]["x"]["rounding"]) == (1, None)
+    assert "x: float64 disagrees too" in " ".join(doc["notes"])
