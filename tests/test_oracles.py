@@ -36,8 +36,9 @@ for asin gave no number. The disagreements that remain are real: norm of a vecto
 Profiles: the fast one (300 examples, about 10 s) runs in CI with the rest of the suite and
 fails at the first problem, minimised by hypothesis. ``AUTOGRAD_CLI_LONG=1`` runs 3000
 examples and collects every problem instead (the two smallest examples of each), so that one
-run shows all it found; the closing test then fails listing them. ``AUTOGRAD_CLI_ORACLE_COLLECT=1`` collects in the fast profile too.
-The closing test prints the counts (run with ``-s``).
+run shows all it found; the closing test then fails listing them.
+``AUTOGRAD_CLI_ORACLE_COLLECT=1`` collects in the fast profile too. The closing test prints
+the counts (run with ``-s``).
 """
 
 from __future__ import annotations
