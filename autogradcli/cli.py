@@ -234,6 +234,14 @@ MaxEntriesOption = Annotated[
         min=1, help="Largest number of derivative entries to compute.", rich_help_panel="Limits"
     ),
 ]
+RtolOption = Annotated[
+    float | None,
+    typer.Option(help="Relative tolerance (default: torch.testing's for the dtype)."),
+]
+AtolOption = Annotated[
+    float | None,
+    typer.Option(help="Absolute tolerance (default: torch.testing's for the dtype)."),
+]
 
 
 @app.command(cls=GradCommand, epilog=GRAD_EPILOG)
@@ -296,14 +304,8 @@ def grad(
     const: ConstOption = None,
     device: DeviceOption = "auto",
     dtype: DtypeOption = Dtype.float32,
-    rtol: Annotated[
-        float | None,
-        typer.Option(help="Relative tolerance (default: torch.testing's for the dtype)."),
-    ] = None,
-    atol: Annotated[
-        float | None,
-        typer.Option(help="Absolute tolerance (default: torch.testing's for the dtype)."),
-    ] = None,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
     seed: SeedOption = None,
     max_elements: MaxElementsOption = Limits.max_elements,
     max_length: MaxLengthOption = Limits.max_length,
@@ -410,6 +412,8 @@ def jacobian(
     const: ConstOption = None,
     device: DeviceOption = "auto",
     dtype: DtypeOption = Dtype.float32,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
     seed: SeedOption = None,
     max_elements: MaxElementsOption = Limits.max_elements,
     max_length: MaxLengthOption = Limits.max_length,
@@ -431,6 +435,8 @@ def jacobian(
             max_entries=max_entries,
             device=device,
             dtype=dtype.value,
+            rtol=rtol,
+            atol=atol,
             seed=seed,
             limits=Limits(max_length, max_depth, max_exponent, max_elements, sympy_timeout),
         )
@@ -454,6 +460,8 @@ def hessian(
     const: ConstOption = None,
     device: DeviceOption = "auto",
     dtype: DtypeOption = Dtype.float32,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
     seed: SeedOption = None,
     max_elements: MaxElementsOption = Limits.max_elements,
     max_length: MaxLengthOption = Limits.max_length,
@@ -475,6 +483,8 @@ def hessian(
             max_entries=max_entries,
             device=device,
             dtype=dtype.value,
+            rtol=rtol,
+            atol=atol,
             seed=seed,
             limits=Limits(max_length, max_depth, max_exponent, max_elements, sympy_timeout),
         )

@@ -381,8 +381,8 @@ def _starred(args: list[ast.expr]) -> bool:
 def _dim(node: ast.expr, name: str) -> int:
     """A dim argument: an integer written as such (``1``, ``-1``)."""
     sign = 1
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        sign, node = -1, node.operand
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign, node = (-1 if isinstance(node.op, ast.USub) else 1), node.operand
     if (
         isinstance(node, ast.Constant)
         and isinstance(node.value, int)
@@ -594,7 +594,11 @@ def _tensor_function_shape(node: Call, shape: Shape, other: Shape | None) -> Sha
     if node.dim is None:
         return () if TENSOR_FUNCTIONS[node.func].dim != "required" else shape
     if not shape:
-        raise ShapeError(f"'{where}': '{unparse(node.arg)}' is a single number; it has no dim")
+        raise ShapeError(
+            f"'{where}': '{unparse(node.arg)}' is a single number; it has no dim "
+            f"(PyTorch would treat it as one element); leave the dim out: {node.func}"
+            f"({unparse(node.arg)})"
+        )
     if not -len(shape) <= node.dim < len(shape):
         raise ShapeError(
             f"'{where}': dim {node.dim} is out of range for shape {list(shape)} "

@@ -350,6 +350,15 @@ def compute_gradient(
             )
             if check.bracketed:
                 result.notes.append(_bracket_note(check.bracketed))
+            with np.errstate(invalid="ignore"):
+                lost = np.isnan(final) & np.isfinite(want) & ~expected.kinks[name]
+            if lost.any() and np.all(np.isfinite(run.seen[name])):
+                result.notes.append(
+                    f"autograd is NaN at {int(lost.sum())} element(s) where the derivative is "
+                    "finite: in the backward pass a zero gradient met an infinite local "
+                    "derivative (0*inf or 0/0, e.g. log'(0) behind a max or a relu); PyTorch does "
+                    "not special-case it, so this .grad is NaN in real use too"
+                )
             if numbers is not None and model is not None:
                 scale = times(repeat, True)
                 result.numeric = scale * numbers.grads[name]

@@ -234,8 +234,8 @@ CONSTANTS: dict[str, tuple[float, str]] = {
 KINKS: dict[str, str] = {
     "Heaviside": FUNCTIONS["relu"].note,
     "sign": FUNCTIONS["abs"].note,
-    "DiracDelta": "the second derivative of relu or abs at 0 is undefined (a jump in the "
-    "first); PyTorch uses 0",
+    "DiracDelta": "the second derivative at a kink (relu or abs at 0, max or min at a tie) is "
+    "undefined (a jump in the first); PyTorch uses 0",
 }
 
 

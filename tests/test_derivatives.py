@@ -491,3 +491,16 @@ def test_a_real_mismatch_in_a_jacobian_is_not_called_rounding(wrong_sin):
     doc = run.json()
     assert (run.exit_code, doc["blocks"]["x"]["rounding"]) == (1, None)
     assert "x: float64 disagrees too" in " ".join(doc["notes"])
+
+
+def test_hessian_at_a_tie_names_max_in_its_note():
+    doc = cli("hessian", "max(x)**2", "--x", "[1.0, 1.0]", "--json").json()
+    said = " ".join(doc["notes"])
+    assert "the second derivative at a kink (relu or abs at 0, max or min at a tie)" in said
+
+
+@pytest.mark.parametrize("command", ["jacobian", "hessian"])
+def test_jacobian_and_hessian_take_rtol_and_atol(command):
+    doc = cli(command, "sum(x**2)", "--x", "[1.0, 2.0]", "--rtol", "0.01", "--atol", "0.5",
+              "--json").json()  # fmt: skip
+    assert doc["tolerance"] == {"rtol": 0.01, "atol": 0.5}

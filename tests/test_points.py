@@ -66,8 +66,8 @@ def test_second_derivative_of_relu_at_its_kink():
     doc = run.json()
     assert doc["blocks"]["x"]["autograd"] == [0.0, 0.0] and doc["blocks"]["x"]["excluded"] == 1
     assert doc["notes"] == [
-        "the second derivative of relu or abs at 0 is undefined (a jump in the first); "
-        "PyTorch uses 0"
+        "the second derivative at a kink (relu or abs at 0, max or min at a tie) is undefined "
+        "(a jump in the first); PyTorch uses 0"
     ]
     assert run.exit_code == 0
 
@@ -192,3 +192,12 @@ def test_sympy_complex_helpers_of_real_values_give_a_number(expr):
     # complex; for real values they are evaluated, not sent to the numeric fallback
     doc = cli("grad", expr, "--x", "[0.95, -1.2]", "--weights", "ones", "--json").json()
     assert (doc["expected_by"], doc["agree"]) == ("SymPy", True)
+
+
+def test_nan_from_zero_times_infinity_in_backward_is_named_and_is_a_disagreement():
+    # max(log(x)) at x = [0, 1]: max sends 0 to log(0), whose backward is 0/0 = NaN in
+    # PyTorch; the derivative (the max does not move with x[0] near 0) is 0
+    run = cli("grad", "max(log(x))", "--x", "[0, 1]", "--json")
+    v = run.json()["variables"]["x"]
+    assert (run.exit_code, v["grad"], v["expected"]) == (1, [NAN, 1.0], [0.0, 1.0])
+    assert "autograd is NaN at 1 element(s) where the derivative is finite" in v["notes"][0]

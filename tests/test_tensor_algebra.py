@@ -481,7 +481,9 @@ def test_the_input_cap_is_exact_at_256_elements_and_numeric_beyond():
          "'sum(x, 2)': dim 2 is out of range for shape [2] (use -1..0)"),
         (("sum(mean(x, -3))", "--x", "ones(2,2)"),
          "'mean(x, -3)': dim -3 is out of range for shape [2, 2] (use -2..1)"),
-        (("sum(x, 0)", "--x", "2.0"), "'sum(x, 0)': 'x' is a single number; it has no dim"),
+        (("sum(x, 0)", "--x", "2.0"),
+         "'sum(x, 0)': 'x' is a single number; it has no dim (PyTorch would treat it as one "
+         "element); leave the dim out: sum(x)"),
         (("sum(softmax(x))", "--x", "[1.0, 2.0]"),
          "softmax() needs the dim to work along, e.g. softmax(x, 0)"),
         (("logsumexp(x)", "--x", "[1.0, 2.0]"),
@@ -571,3 +573,12 @@ def test_logsumexp_of_large_equal_values():
     doc = grad_json("logsumexp(x, 0)", "--x", "[1000.0, 1000.0]", *F64)
     assert doc["output"]["expected"] == pytest.approx(1000 + np.log(2))
     assert_grad(doc, "x", [0.5, 0.5])
+
+
+def test_a_dim_may_be_written_with_a_plus_sign():
+    plus = cli("grad", "softmax(x, +1)", "--x", "[[1.0, 2.0]]", "--weights", "[[1.0, 0.0]]",
+               "--json").json()  # fmt: skip
+    plain = cli("grad", "softmax(x, 1)", "--x", "[[1.0, 2.0]]", "--weights", "[[1.0, 0.0]]",
+                "--json").json()  # fmt: skip
+    assert plus["variables"]["x"]["grad"] == plain["variables"]["x"]["grad"]
+    assert plus["agree"] is True
