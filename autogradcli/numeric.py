@@ -110,9 +110,9 @@ def numeric_slopes(
 ) -> dict[str, Slopes]:
     """Slopes of sum(f(values) * weights) (weights None: f must return one element) w.r.t.
     each element of each name, shaped like values[name] (2 forward passes per element, and
-    one at the point)."""
+    one at the point per name)."""
     work = _copy(values)
-    _check_budget(2 * sum(work[n].size for n in names) + 1, "gradient")
+    _check_budget(2 * sum(work[n].size for n in names) + len(names), "gradient")
 
     def loss(v: Values) -> np.ndarray:
         out = np.asarray(f(v), dtype=np.float64)

@@ -83,6 +83,7 @@ class SymbolicModel:
         )
         self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
         self._exact_zeros = False
+        self._marked: set[tuple[int, sp.Expr, bytes]] = set()  # kink sites already marked
 
     def _build(self, node: Node) -> sp.Expr:
         if isinstance(node, Num):
@@ -191,6 +192,7 @@ class SymbolicModel:
             )
             upstream = np.broadcast_to(np.asarray(weights, dtype=np.float64), self.output.shape)
             self._exact_zeros = exact_zeros
+            self._marked = set()
             self._vjp(self.output, upstream, env, expected, differentiate)
         return expected
 
@@ -228,7 +230,10 @@ class SymbolicModel:
                 contribution = np.where(upstream == 0, 0.0, contribution)
             if kinks:
                 for atom, at in kink_sites(derivative, env, block.shape):
-                    self._mark_movers(atom, at, block.shape, env, expected, differentiate)
+                    site = (id(block), atom, at.tobytes())
+                    if site not in self._marked:  # the same jump in several derivatives
+                        self._marked.add(site)
+                        self._mark_movers(atom, at, block.shape, env, expected, differentiate)
             if symbol in names:
                 name = names[symbol]
                 shape = self.shapes[name]
