@@ -162,6 +162,7 @@ class ComponentModel:
         out = np.empty(flat.size)
         kinks = np.zeros(flat.size, dtype=bool)
         notes: set[str] = set()
+        finite = not any(np.isnan(v).any() for v in env.values())
         with np.errstate(all="ignore"):
             for k, term in enumerate(flat):
                 expr = _term(term)
@@ -179,7 +180,11 @@ class ComponentModel:
                 for atom in expr.atoms(sp.Heaviside, sp.sign, sp.DiracDelta):
                     if isinstance(atom, sp.DiracDelta) and math.isfinite(out[k]):
                         continue  # multiplied away (x**2*DiracDelta(x))
-                    if float(evaluate_numeric(atom.args[0], env)) == 0 and (
+                    argument = float(evaluate_numeric(atom.args[0], env))
+                    tie = argument == 0 or (  # inf - inf (no NaN input): a tie of infinities
+                        math.isnan(argument) and not isinstance(atom, sp.DiracDelta) and finite
+                    )
+                    if tie and (
                         isinstance(atom, sp.DiracDelta) or _jumps(expr, atom, env, ()).all()
                     ):
                         kinks[k] = True

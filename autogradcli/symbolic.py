@@ -305,7 +305,12 @@ def kink_sites(
     sites = []
     whole = None
     for atom in sorted(derivative.atoms(sp.Heaviside, sp.sign, sp.DiracDelta), key=str):
-        at_jump = np.broadcast_to(evaluate_numeric(atom.args[0], env) == 0, shape)
+        with np.errstate(invalid="ignore"):
+            argument = evaluate_numeric(atom.args[0], env)
+        at_jump = np.broadcast_to(argument == 0, shape)
+        if not isinstance(atom, sp.DiracDelta) and not any(np.isnan(v).any() for v in env.values()):
+            # inf - inf with no NaN among the inputs: a tie of infinities, on neither side
+            at_jump = at_jump | np.broadcast_to(np.isnan(argument), shape)
         if isinstance(atom, sp.DiracDelta):  # only where it is not multiplied away
             if whole is None:
                 with np.errstate(all="ignore"):

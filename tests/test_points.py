@@ -201,3 +201,16 @@ def test_nan_from_zero_times_infinity_in_backward_is_named_and_is_a_disagreement
     v = run.json()["variables"]["x"]
     assert (run.exit_code, v["grad"], v["expected"]) == (1, [NAN, 1.0], [0.0, 1.0])
     assert "autograd is NaN at 1 element(s) where the derivative is finite" in v["notes"][0]
+
+
+@pytest.mark.parametrize(
+    ("value", "grad"),
+    [("[inf, inf, 1.0]", [0.5, 0.5, 0.0]), ("[-inf, -inf, -inf]", [1 / 3, 1 / 3, 1 / 3])],
+)
+def test_a_tie_of_infinities_is_a_tie(value, grad):
+    # inf - inf is NaN in SymPy's Heaviside(x0 - x1); PyTorch splits the gradient as at any tie
+    run = cli("grad", "max(x)", "--x", value, "--json")
+    v = run.json()["variables"]["x"]
+    assert run.exit_code == 0
+    assert v["grad"] == pytest.approx(grad)
+    assert "at a tie max is not differentiable" in " ".join(v["notes"])
