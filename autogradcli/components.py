@@ -34,7 +34,7 @@ from autogradcli.expression import (
     program_shapes,
     walk,
 )
-from autogradcli.symbolic import Expected, _jumps, evaluate_numeric
+from autogradcli.symbolic import Expected, evaluate_numeric, kink_sites
 from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS, TENSOR_FUNCTIONS
 
 MAX_EXACT_ENTRIES = 4096  # output elements x input elements, for the exact SymPy check
@@ -162,7 +162,6 @@ class ComponentModel:
         out = np.empty(flat.size)
         kinks = np.zeros(flat.size, dtype=bool)
         notes: set[str] = set()
-        finite = not any(np.isnan(v).any() for v in env.values())
         with np.errstate(all="ignore"):
             for k, term in enumerate(flat):
                 expr = _term(term)
@@ -177,18 +176,9 @@ class ComponentModel:
                         if "norm" in self.uses
                         else "0/0: the derivative is undefined here"
                     )
-                for atom in expr.atoms(sp.Heaviside, sp.sign, sp.DiracDelta):
-                    if isinstance(atom, sp.DiracDelta) and math.isfinite(out[k]):
-                        continue  # multiplied away (x**2*DiracDelta(x))
-                    argument = float(evaluate_numeric(atom.args[0], env))
-                    tie = argument == 0 or (  # inf - inf (no NaN input): a tie of infinities
-                        math.isnan(argument) and not isinstance(atom, sp.DiracDelta) and finite
-                    )
-                    if tie and (
-                        isinstance(atom, sp.DiracDelta) or _jumps(expr, atom, env, ()).all()
-                    ):
-                        kinks[k] = True
-                        notes |= _kink_notes(atom, self.uses)
+                for atom, _ in kink_sites(expr, env, ()):
+                    kinks[k] = True
+                    notes |= _kink_notes(atom, self.uses)
         return out.reshape(terms.shape), kinks.reshape(terms.shape), notes
 
     @staticmethod

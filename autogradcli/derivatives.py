@@ -204,14 +204,13 @@ def compute_jacobian(
     result = _result(run, "jacobian", blocks, notes, model is not None, rows=rows)
     return _recheck_in_float64(
         result,
-        lambda: compute_jacobian(
-            expression,
-            run.seen,
-            const=const,
-            numeric=numeric,
-            max_entries=max_entries,
-            **_float64(options),
-        ),
+        compute_jacobian,
+        expression,
+        run.seen,
+        const=const,
+        numeric=numeric,
+        max_entries=max_entries,
+        **options,
     )
 
 
@@ -308,14 +307,13 @@ def compute_hessian(
     result = _result(run, "hessian", blocks, notes, model is not None)
     return _recheck_in_float64(
         result,
-        lambda: compute_hessian(
-            expression,
-            run.seen,
-            const=const,
-            numeric=numeric,
-            max_entries=max_entries,
-            **_float64(options),
-        ),
+        compute_hessian,
+        expression,
+        run.seen,
+        const=const,
+        numeric=numeric,
+        max_entries=max_entries,
+        **options,
     )
 
 
@@ -403,27 +401,24 @@ def compute_order(
     result = _result(run, f"order {order}", blocks, notes, True)
     result.derivatives = derivatives
     return _recheck_in_float64(
-        result,
-        lambda: compute_order(
-            expression, run.seen, order, const=const, numeric=numeric, **_float64(options)
-        ),
+        result, compute_order, expression, run.seen, order, const=const, numeric=numeric, **options
     )
 
 
-def _float64(options: dict[str, Any]) -> dict[str, Any]:
-    """The same options in float64 with float64's default tolerances."""
-    return {**{k: v for k, v in options.items() if k not in ("rtol", "atol")}, "dtype": "float64"}
-
-
 def _recheck_in_float64(
-    result: DerivativeResult, again: Callable[[], DerivativeResult]
+    result: DerivativeResult,
+    compute: Callable[..., DerivativeResult],
+    *args: Any,
+    **options: Any,
 ) -> DerivativeResult:
     """As for ``grad``: where a low-precision block disagrees, the same inputs (as the dtype
-    rounded them) run once more in float64 (``again``); a block that agrees there is named
-    rounding or overflow and no longer counts as a disagreement."""
+    rounded them) run once more in float64 (``compute(*args, **options)`` with float64 and
+    its default tolerances); a block that agrees there is named rounding or overflow and no
+    longer counts as a disagreement."""
     if result.agree or result.dtype == "float64":
         return result
-    high = {b.key: b for b in again().blocks}
+    options = {k: v for k, v in options.items() if k not in ("rtol", "atol")}
+    high = {b.key: b for b in compute(*args, **{**options, "dtype": "float64"}).blocks}
     for block in result.blocks:
         other = high.get(block.key)
         if block.all_agree or other is None:

@@ -304,13 +304,17 @@ def kink_sites(
     the mask of those elements."""
     sites = []
     whole = None
-    for atom in sorted(derivative.atoms(sp.Heaviside, sp.sign, sp.DiracDelta), key=str):
+    for atom in derivative.atoms(sp.Heaviside, sp.sign, sp.DiracDelta):  # order is immaterial
         with np.errstate(invalid="ignore"):
             argument = evaluate_numeric(atom.args[0], env)
         at_jump = np.broadcast_to(argument == 0, shape)
-        if not isinstance(atom, sp.DiracDelta) and not any(np.isnan(v).any() for v in env.values()):
-            # inf - inf with no NaN among the inputs: a tie of infinities, on neither side
-            at_jump = at_jump | np.broadcast_to(np.isnan(argument), shape)
+        undefined = np.isnan(argument)
+        if (  # inf - inf with no NaN among the inputs: a tie of infinities, on neither side
+            undefined.any()
+            and not isinstance(atom, sp.DiracDelta)
+            and not any(np.isnan(v).any() for v in env.values())
+        ):
+            at_jump = at_jump | np.broadcast_to(undefined, shape)
         if isinstance(atom, sp.DiracDelta):  # only where it is not multiplied away
             if whole is None:
                 with np.errstate(all="ignore"):
