@@ -18,6 +18,8 @@ import numpy as np
 import sympy as sp
 
 from autogradcli.errors import LimitError
+from autogradcli.evaluate import Arith, close_floats, evaluate, reference
+from autogradcli.expected import Expected
 from autogradcli.expression import (
     PY_BINARY,
     PY_UNARY,
@@ -34,7 +36,7 @@ from autogradcli.expression import (
     program_shapes,
     walk,
 )
-from autogradcli.symbolic import Expected, evaluate_numeric, kink_sites
+from autogradcli.symbolic import expected_from, kink_sites
 from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS, TENSOR_FUNCTIONS
 
 MAX_EXACT_ENTRIES = 4096  # output elements x input elements, for the exact SymPy check
@@ -76,6 +78,7 @@ class ComponentModel:
                 f"the exact SymPy check covers up to {MAX_EXACT_INPUTS} input elements; "
                 f"this one has {inputs}"
             )
+        self.inputs = inputs
         self.symbols = {n: element_symbols(n, shapes[n]) for n in expression.variables}
         self._steps: dict[str, np.ndarray] = {}
         nodes = [*(s.node for s in expression.steps), expression.root]
@@ -146,58 +149,67 @@ class ComponentModel:
             self._jacobians[name] = table.reshape(self.output.shape + self.symbols[name].shape)
         return self._jacobians[name]
 
-    def environment(self, values: dict[str, np.ndarray]) -> dict[sp.Symbol, np.ndarray]:
-        env: dict[sp.Symbol, np.ndarray] = {}
+    def environment(self, values: dict[str, np.ndarray], arith: Arith) -> dict[sp.Symbol, Any]:
+        env: dict[sp.Symbol, Any] = {}
         for name, symbols in self.symbols.items():
-            data = np.asarray(values[name], dtype=np.float64).reshape(-1)
+            data = arith.array(np.asarray(values[name], dtype=np.float64)).reshape(-1)
             for symbol, number in zip(symbols.reshape(-1), data, strict=True):
-                env[symbol] = np.asarray(number)
+                env[symbol] = number
         return env
 
     def numbers(
-        self, terms: np.ndarray, env: dict[sp.Symbol, np.ndarray]
+        self, terms: np.ndarray, env: dict[sp.Symbol, Any], arith: Arith
     ) -> tuple[np.ndarray, np.ndarray, set[str]]:
-        """Values of an array of terms, where a jump sits at its jump, and the notes."""
+        """Values of an array of terms (in ``arith``), where a jump sits at its jump, and
+        the notes."""
         flat = terms.reshape(-1)
-        out = np.empty(flat.size)
+        out = np.empty(flat.size, dtype=object)
         kinks = np.zeros(flat.size, dtype=bool)
         notes: set[str] = set()
-        with np.errstate(all="ignore"):
-            for k, term in enumerate(flat):
-                expr = _term(term)
-                out[k] = float(evaluate_numeric(expr, env))
-                if not math.isfinite(out[k]) and expr.free_symbols:
-                    precise = _precise(expr, env)  # exp(1000)/exp(1000) overflows float64 only
-                    out[k] = precise if math.isfinite(precise) else out[k]
-                if math.isnan(out[k]) and self._zero_over_zero(expr, env):
-                    kinks[k] = True
-                    notes.add(
-                        TENSOR_FUNCTIONS["norm"].note
-                        if "norm" in self.uses
-                        else "0/0: the derivative is undefined here"
-                    )
-                for atom, _ in kink_sites(expr, env, ()):
-                    kinks[k] = True
-                    notes |= _kink_notes(atom, self.uses)
+        ties = bool(self.uses & {"max", "min"})
+        for k, term in enumerate(flat):
+            expr = _term(term)
+            out[k] = np.asarray(evaluate(expr, env, arith), dtype=object).reshape(-1)[0]
+            if arith.isnan(out[k]) and self._zero_over_zero(expr, env, arith):
+                kinks[k] = True
+                notes.add(
+                    TENSOR_FUNCTIONS["norm"].note
+                    if "norm" in self.uses
+                    else "0/0: the derivative is undefined here"
+                )
+            for atom, _ in kink_sites(expr, env, (), arith, ties):
+                kinks[k] = True
+                notes |= _kink_notes(atom, self.uses)
         return out.reshape(terms.shape), kinks.reshape(terms.shape), notes
 
     @staticmethod
-    def _zero_over_zero(expr: Any, env: dict[sp.Symbol, np.ndarray]) -> bool:
+    def _zero_over_zero(expr: Any, env: dict[sp.Symbol, Any], arith: Arith) -> bool:
         """Whether a negative power of something that is 0 here sits in ``expr``."""
         return any(
-            atom.exp.is_negative and float(evaluate_numeric(atom.base, env)) == 0
+            atom.exp.is_negative and bool(evaluate(atom.base, env, arith) == 0)
             for atom in expr.atoms(sp.Pow)
         )
 
+    def values_of(
+        self, terms: np.ndarray, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, set[str]]:
+        """Precise float64 values of an array of terms at ``values`` (numbers, kinks, notes)."""
+
+        def compute(arith: Arith) -> tuple[np.ndarray, np.ndarray, set[str]]:
+            numbers, kinks, notes = self.numbers(terms, self.environment(values, arith), arith)
+            return arith.floats(numbers), kinks, notes
+
+        return reference(compute, self.inputs, lambda a, b: close_floats(a[0], b[0]))
+
     def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
-        """SymPy's value of any subtree at ``values``, in float64."""
-        return self.numbers(self.build(node), self.environment(values))[0]
+        """SymPy's value of any subtree at ``values``, precise, as float64."""
+        return self.values_of(self.build(node), values)[0]
 
     def jacobian_values(
         self, values: dict[str, np.ndarray], name: str
     ) -> tuple[np.ndarray, np.ndarray, set[str]]:
         """The Jacobian with respect to ``name`` at ``values`` (numbers, kinks, notes)."""
-        return self.numbers(self.jacobian(name), self.environment(values))
+        return self.values_of(self.jacobian(name), values)
 
     def evaluate(
         self,
@@ -206,28 +218,41 @@ class ComponentModel:
         differentiate: frozenset[str],
         exact_zeros: bool = False,
     ) -> Expected:
-        """Output value and ``J^T w`` per variable (as ``backward(w)`` computes it);
+        """Output value and ``J^T w`` per variable (as ``backward(w)`` computes it), precise;
         ``exact_zeros``: a zero weight contributes 0 even against an infinite entry."""
-        env = self.environment(values)
-        output = self.numbers(self.output, env)[0]
-        w = np.broadcast_to(np.asarray(weights, dtype=np.float64), output.shape).reshape(-1)
-        expected = Expected(output=output, grads={}, kinks={}, kink_notes={})
+
+        def compute(arith: Arith) -> Expected:
+            return self._evaluate(values, weights, differentiate, exact_zeros, arith)
+
+        return reference(compute, self.inputs, Expected.settled_with)
+
+    def _evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray,
+        differentiate: frozenset[str],
+        exact_zeros: bool,
+        arith: Arith,
+    ) -> Expected:
+        env = self.environment(values, arith)
+        output = self.numbers(self.output, env, arith)[0]
+        w = np.broadcast_to(arith.array(weights), output.shape).reshape(-1)
+        zero = arith.number(sp.Integer(0))
+        grads, kinks, notes = {}, {}, {}
         for name in self.expression.variables:
             if name not in differentiate:
                 continue
-            jac, kinks, notes = self.numbers(self.jacobian(name), env)
+            jac, marks, found = self.numbers(self.jacobian(name), env, arith)
             rows = jac.reshape(w.size, -1)
-            with np.errstate(all="ignore"):
-                products = w[:, None] * rows
-                if exact_zeros:
-                    products = np.where(w[:, None] == 0, 0.0, products)
-                grad = products.sum(axis=0)
-            mask = (kinks.reshape(w.size, -1) & (w != 0)[:, None]).any(axis=0)
+            products = w[:, None] * rows
+            if exact_zeros:
+                products = np.where(np.asarray(w == 0, dtype=bool)[:, None], zero, products)
             shape = self.shapes[name]
-            expected.grads[name] = grad.reshape(shape)
-            expected.kinks[name] = mask.reshape(shape)
-            expected.kink_notes[name] = notes if mask.any() else set()
-        return expected
+            grads[name] = np.add.reduce(products, axis=0).reshape(shape)
+            mask = (marks.reshape(w.size, -1) & np.asarray(w != 0, dtype=bool)[:, None]).any(0)
+            kinks[name] = mask.reshape(shape)
+            notes[name] = found if mask.any() else set()
+        return expected_from(arith, output, grads, kinks, notes)
 
     def derivative_text(self, name: str, weights_are_ones: bool) -> str:
         """A readable SymPy derivative: the whole one for small cases, else one entry."""
@@ -251,15 +276,6 @@ def _term(term: Any) -> sp.Expr:
     if isinstance(term, sp.Basic):
         return term
     return sp.Float(term) if isinstance(term, float) else sp.Integer(int(term))
-
-
-def _precise(expr: Any, env: dict[sp.Symbol, np.ndarray]) -> float:
-    """``expr`` evaluated by SymPy with 30 significant digits (where float64 overflows)."""
-    subs = {symbol: sp.Float(float(env[symbol]), 30) for symbol in expr.free_symbols}
-    try:
-        return float(expr.evalf(30, subs=subs))
-    except (ArithmeticError, TypeError, ValueError):
-        return math.nan
 
 
 def hessian_terms(model: ComponentModel, a: str, b: str) -> np.ndarray:

@@ -270,12 +270,13 @@ def compute_hessian(
         numbers = numeric_hessian(_numeric_forward(run), run.seen, names)
     exact: dict[Any, Any] = {}
     if model is not None:
-        env = model.environment(run.seen)
         exact = _timed(
             run,
             notes,
             lambda: {
-                (a, b): model.numbers(hessian_terms(model, a, b), env) for a in names for b in names
+                (a, b): model.values_of(hessian_terms(model, a, b), run.seen)
+                for a in names
+                for b in names
             },
         )
         if not exact:
@@ -333,10 +334,10 @@ def compute_order(
     import torch
 
     from autogradcli.computation import to_numpy
+    from autogradcli.evaluate import precise_value
     from autogradcli.numeric import numeric_derivative_with_error
     from autogradcli.symbolic import (
         SymbolicModel,
-        evaluate_numeric,
         find_kinks,
         reduce_to_shape,
     )
@@ -376,7 +377,7 @@ def compute_order(
         derivative = sp.diff(model.output.expr, model.symbols[n], order)
         derivatives[n] = str(derivative)
         with np.errstate(all="ignore"):
-            full = np.broadcast_to(evaluate_numeric(derivative, env), setup.out_shape)
+            full = precise_value(derivative, env, setup.out_shape)
             mask, kink_notes = find_kinks(derivative, env, setup.out_shape)
         expected = reduce_to_shape(full, setup.shapes[n])
         kinks = reduce_to_shape(mask, setup.shapes[n], np.logical_or)

@@ -24,6 +24,7 @@ from torch.autograd.graph import get_gradient_edge
 from autogradcli.compare import compare
 from autogradcli.computation import Trace, to_numpy
 from autogradcli.errors import LimitError
+from autogradcli.evaluate import precise_value
 from autogradcli.expression import (
     PY_BINARY,
     Binary,
@@ -41,7 +42,6 @@ from autogradcli.graph import Owner, label_of, operands, owners
 from autogradcli.result import Explanation, Flow, NodeStep, VjpCheck
 from autogradcli.symbolic import (
     Expected,
-    evaluate_numeric,
     find_kinks,
     reduce_to_shape,
 )
@@ -254,7 +254,9 @@ def _operation_step(
         shape = tuple(values[k].shape)
         spread = shape if is_full_reduction(node) else elementwise
         with np.errstate(all="ignore"):
-            local = evaluate_numeric(derivative, env)
+            local = precise_value(
+                derivative, env, np.broadcast_shapes(*map(np.shape, env.values()))
+            )
             product = np.broadcast_to(want * local, np.broadcast_shapes(spread, want.shape))
             expected_grad = reduce_to_shape(product, shape)
         mask, _ = find_kinks(derivative, env, spread)

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     import torch
 
     from autogradcli.computation import Trace
-    from autogradcli.symbolic import Expected, SymbolicModel
+    from autogradcli.expected import Expected
+    from autogradcli.symbolic import SymbolicModel
 
 
 def check_names(
@@ -649,7 +650,8 @@ def exact_or_none(run: Run, notes: list[str], work: Callable[[], T]) -> T | None
     """``work()`` (SymPy's exact check) within --sympy-timeout, or None with a note saying
     why the numeric check stands in: too large, too slow, or no number from SymPy."""
     from autogradcli.components import TooLarge
-    from autogradcli.symbolic import NoClosedForm, SympyTimeout, time_limit
+    from autogradcli.evaluate import NoClosedForm
+    from autogradcli.symbolic import SympyTimeout, time_limit
 
     try:
         with time_limit(run.setup.limits.sympy_seconds):
@@ -688,8 +690,8 @@ def numeric_check(run: Run) -> Expected:
     (``kinks``, with a note); where it crosses a kink of abs, relu, max, min or norm (the
     one-sided slopes differ) ``bounds`` holds the two slopes."""
     from autogradcli.computation import forward_numpy
+    from autogradcli.expected import Expected
     from autogradcli.numeric import numeric_slopes
-    from autogradcli.symbolic import Expected
 
     setup = run.setup
 
