@@ -234,6 +234,13 @@ MaxEntriesOption = Annotated[
         min=1, help="Largest number of derivative entries to compute.", rich_help_panel="Limits"
     ),
 ]
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        help="Count a ≈ verdict (within the dtype's rounding, float64 agrees) as a "
+        "disagreement: exit 1."
+    ),
+]
 RtolOption = Annotated[
     float | None,
     typer.Option(help="Relative tolerance (default: torch.testing's for the dtype)."),
@@ -312,6 +319,7 @@ def grad(
     max_depth: MaxDepthOption = Limits.max_depth,
     max_exponent: MaxExponentOption = Limits.max_exponent,
     sympy_timeout: SympyTimeoutOption = Limits.sympy_seconds,
+    strict: StrictOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Compute gradients with autograd's backward() and check them against SymPy."""
@@ -338,6 +346,7 @@ def grad(
                 order,
                 const=const or [],
                 numeric=numeric,
+                strict=strict,
                 device=device,
                 dtype=dtype.value,
                 rtol=rtol,
@@ -362,6 +371,7 @@ def grad(
             retain_grad=retain_grad or [],
             explain=explain,
             numeric=numeric,
+            strict=strict,
             const=const or [],
             device=device,
             dtype=dtype.value,
@@ -421,6 +431,7 @@ def jacobian(
     max_exponent: MaxExponentOption = Limits.max_exponent,
     sympy_timeout: SympyTimeoutOption = Limits.sympy_seconds,
     max_entries: MaxEntriesOption = 100_000,
+    strict: StrictOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """The full Jacobian: one backward() per output element with a one-hot gradient."""
@@ -433,6 +444,7 @@ def jacobian(
             const=const or [],
             numeric=numeric,
             max_entries=max_entries,
+            strict=strict,
             device=device,
             dtype=dtype.value,
             rtol=rtol,
@@ -469,6 +481,7 @@ def hessian(
     max_exponent: MaxExponentOption = Limits.max_exponent,
     sympy_timeout: SympyTimeoutOption = Limits.sympy_seconds,
     max_entries: MaxEntriesOption = 100_000,
+    strict: StrictOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Second derivatives of a one-element output, via create_graph=True, against SymPy."""
@@ -481,6 +494,7 @@ def hessian(
             const=const or [],
             numeric=numeric,
             max_entries=max_entries,
+            strict=strict,
             device=device,
             dtype=dtype.value,
             rtol=rtol,
@@ -551,7 +565,8 @@ def graph(
         if images and shutil.which("dot") is None:
             graphs.render_image("", images[0][0], images[0][1])  # raises the clear error
         run = start(setup)
-        built = graphs.build_graph(setup.expression, run.forward(), run.leaves)
+        seed = setup.random.seed if setup.random.used else None
+        built = graphs.build_graph(setup.expression, run.forward(), run.leaves, seed)
         text = graphs.to_dot(built)
         written = []
         if dot is not None and not to_stdout:

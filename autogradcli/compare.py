@@ -1,4 +1,5 @@
-"""Compare autograd's numbers with SymPy's, with ``torch.testing.assert_close``'s tolerances."""
+"""Compare autograd's numbers with the reference, with ``torch.testing.assert_close``'s
+tolerances. The policy that turns comparisons into a verdict is in ``verdict.py``."""
 
 from __future__ import annotations
 
@@ -18,12 +19,25 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class Comparison:
-    """Whether two arrays agree within tolerance, and by how much they differ."""
+    """How autograd's numbers relate to the reference's.
+
+    ``agree``: every checked element is within tolerance, and none is NaN or infinite where
+    the reference is finite. ``excluded`` elements sit at a non-differentiable point (with
+    a finite autograd value: PyTorch's convention, shown in ``excluded_values``);
+    ``nonfinite`` counts NaN or infinities against a finite reference (never excluded),
+    ``nonfinite_at_kink`` those among them at a non-differentiable point. ``within_bound``:
+    every element finite where the reference is, and within ``atol + relative·|ref|`` (the
+    rounding bound handed to ``compare``)."""
 
     agree: bool
     max_abs_error: float
     excluded: int = 0
     bracketed: int = 0  # elements accepted for lying between bounds (see ``compare``)
+    nonfinite: int = 0
+    nonfinite_at_kink: int = 0
+    within_bound: bool = False
+    max_relative_error: float = 0.0
+    excluded_values: tuple[float, ...] = ()
 
 
 def compare(
@@ -33,28 +47,37 @@ def compare(
     atol: float | np.ndarray,
     exclude: np.ndarray | None = None,
     bounds: tuple[np.ndarray, np.ndarray] | None = None,
+    huge: np.ndarray | None = None,
+    relative: float = 0.0,
 ) -> Comparison:
     """``|actual - expected| <= atol + rtol*|expected|`` elementwise; NaN equals NaN and
-    an infinity equals the same infinity. Elements in ``exclude`` (points where the
-    derivative is undefined) are left out of the verdict. ``bounds`` (low, high; NaN where
-    there are none) accept an element that misses ``expected`` but lies between them within
-    the same tolerance: the one-sided slopes where a numeric step crosses a kink. There the
-    error is the distance from the interval."""
+    an infinity equals the same infinity, except where ``huge`` marks a reference that is
+    finite in exact arithmetic but past float64's range. Elements in ``exclude`` (points
+    where the derivative is undefined) are left out while autograd is finite there.
+    ``bounds`` (low, high; NaN where there are none) accept an element that misses
+    ``expected`` but lies between them within the same tolerance: the one-sided slopes where
+    a numeric step crosses a kink. There the error is the distance from the interval."""
     actual, expected = np.broadcast_arrays(np.asarray(actual), np.asarray(expected))
-    keep = np.ones(actual.shape, dtype=bool) if exclude is None else ~exclude
+    shape = actual.shape
+    kinks = np.zeros(shape, dtype=bool) if exclude is None else np.broadcast_to(exclude, shape)
+    huge = np.zeros(shape, dtype=bool) if huge is None else np.broadcast_to(huge, shape)
     with np.errstate(all="ignore"):
-        close = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
-        same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
+        finite_reference = np.isfinite(expected) | huge
+        bad = ~np.isfinite(actual) & finite_reference
+        close = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True) & ~bad
+        same = ((actual == expected) | (np.isnan(actual) & np.isnan(expected))) & ~huge
         error = np.where(same, 0.0, np.abs(actual - expected))
-        between = np.zeros(actual.shape, dtype=bool)
+        between = np.zeros(shape, dtype=bool)
         if bounds is not None:
-            low, high = (
-                np.broadcast_to(np.asarray(b, dtype=np.float64), actual.shape) for b in bounds
-            )
+            low, high = (np.broadcast_to(np.asarray(b, dtype=np.float64), shape) for b in bounds)
             slack = atol + rtol * np.maximum(np.abs(low), np.abs(high))
-            between = ~close & (actual >= low - slack) & (actual <= high + slack)
+            between = ~close & ~bad & (actual >= low - slack) & (actual <= high + slack)
             outside = np.maximum(np.maximum(low - actual, actual - high), 0.0)
             error = np.where(between, outside, error)
+        excluded = kinks & ~bad
+        keep = ~excluded
+        band = np.isclose(actual, expected, rtol=relative, atol=atol, equal_nan=True)
+        relative_error = np.where(same, 0.0, error / np.abs(expected))
     checked = error[keep]
     if checked.size == 0:
         max_error = 0.0
@@ -62,9 +85,16 @@ def compare(
         max_error = math.nan
     else:
         max_error = float(checked.max())
+    relative_checked = relative_error[keep & ~bad]
+    relative_checked = relative_checked[~np.isnan(relative_checked)]
     return Comparison(
         agree=bool((close | between)[keep].all()),
         max_abs_error=max_error,
-        excluded=int((~keep).sum()),
+        excluded=int(excluded.sum()),
         bracketed=int((between & keep).sum()),
+        nonfinite=int(bad.sum()),
+        nonfinite_at_kink=int((bad & kinks).sum()),
+        within_bound=bool((close | between | band)[keep].all() and not bad.any()),
+        max_relative_error=float(relative_checked.max()) if relative_checked.size else 0.0,
+        excluded_values=tuple(float(v) for v in np.unique(actual[excluded])[:8]),
     )

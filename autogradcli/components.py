@@ -36,7 +36,7 @@ from autogradcli.expression import (
     program_shapes,
     walk,
 )
-from autogradcli.symbolic import expected_from, kink_sites
+from autogradcli.symbolic import diff, expected_from, in_range, kink_sites
 from autogradcli.vocabulary import CONSTANTS, FUNCTIONS, KINKS, TENSOR_FUNCTIONS
 
 MAX_EXACT_ENTRIES = 4096  # output elements x input elements, for the exact SymPy check
@@ -132,8 +132,9 @@ class ComponentModel:
                 np.vectorize(lambda t: entry.sympy(sp, t), otypes=[object])(arg), dtype=object
             )
         other = None if node.other is None else self.build(node.other)
+        dim = None if arg.ndim == 0 else node.dim  # dim 0 of a single number: all of it
         return np.array(
-            TENSOR_FUNCTIONS[node.func].components(sp, np, arg, other, node.dim), dtype=object
+            TENSOR_FUNCTIONS[node.func].components(sp, np, arg, other, dim), dtype=object
         )
 
     def jacobian(self, name: str) -> np.ndarray:
@@ -145,7 +146,7 @@ class ComponentModel:
             for i, term in enumerate(outs):
                 free = term.free_symbols if isinstance(term, sp.Basic) else set()
                 for j, symbol in enumerate(ins):
-                    table[i, j] = sp.diff(term, symbol) if symbol in free else sp.Integer(0)
+                    table[i, j] = diff(term, symbol) if symbol in free else sp.Integer(0)
             self._jacobians[name] = table.reshape(self.output.shape + self.symbols[name].shape)
         return self._jacobians[name]
 
@@ -172,11 +173,7 @@ class ComponentModel:
             out[k] = np.asarray(evaluate(expr, env, arith), dtype=object).reshape(-1)[0]
             if arith.isnan(out[k]) and self._zero_over_zero(expr, env, arith):
                 kinks[k] = True
-                notes.add(
-                    TENSOR_FUNCTIONS["norm"].note
-                    if "norm" in self.uses
-                    else "0/0: the derivative is undefined here"
-                )
+                notes.add("norm" if "norm" in self.uses else "zero_over_zero")
             for atom, _ in kink_sites(expr, env, (), arith, ties):
                 kinks[k] = True
                 notes |= _kink_notes(atom, self.uses)
@@ -204,6 +201,18 @@ class ComponentModel:
     def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
         """SymPy's value of any subtree at ``values``, precise, as float64."""
         return self.values_of(self.build(node), values)[0]
+
+    def value_range(
+        self, node: Node, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``value``, and where it is finite but past float64's range (shown as ±inf)."""
+        terms = self.build(node)
+
+        def compute(arith: Arith) -> tuple[np.ndarray, np.ndarray]:
+            env = self.environment(values, arith)
+            return in_range(arith, self.numbers(terms, env, arith)[0])
+
+        return reference(compute, self.inputs, lambda a, b: close_floats(a[0], b[0]))
 
     def jacobian_values(
         self, values: dict[str, np.ndarray], name: str
@@ -285,7 +294,7 @@ def hessian_terms(model: ComponentModel, a: str, b: str) -> np.ndarray:
     for term in first:
         free = term.free_symbols if isinstance(term, sp.Basic) else set()
         rows.append(
-            [sp.diff(term, s) if s in free else sp.Integer(0) for s in model.symbols[b].reshape(-1)]
+            [diff(term, s) if s in free else sp.Integer(0) for s in model.symbols[b].reshape(-1)]
         )
     table = np.array(rows, dtype=object)
     return table.reshape(model.symbols[a].shape + model.symbols[b].shape)
@@ -295,8 +304,7 @@ def _kink_notes(atom: Any, uses: set[str]) -> set[str]:
     """Notes for a jump: a Heaviside comes from relu or from max/min at a tie (SymPy writes
     both the same way), a sign from abs."""
     if isinstance(atom, sp.Heaviside):
-        found = {TENSOR_FUNCTIONS[f].note for f in ("max", "min") if f in uses}
-        found |= {TENSOR_FUNCTIONS["norm"].note} if "norm" in uses else set()
+        found = {f for f in ("max", "min", "norm") if f in uses}
         if "relu" in uses or not found:
             found.add(KINKS["Heaviside"])
         return found

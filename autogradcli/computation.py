@@ -117,8 +117,10 @@ def backward(
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    """A float64 NumPy copy (works for float16/bfloat16 and for CUDA tensors)."""
-    return tensor.detach().to("cpu", torch.float64).numpy()
+    """A float64 NumPy copy (works for float16/bfloat16 and for CUDA tensors). Always a
+    copy: a float64 CPU tensor would otherwise share its memory, and a later backward pass
+    that accumulates into ``.grad`` would change a snapshot already taken."""
+    return tensor.detach().to("cpu", torch.float64, copy=True).numpy()
 
 
 def _first_line(exc: Exception) -> str:

@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from autogradcli.compare import compare
+from autogradcli.diagnose import check_cause, rounding_cause
 from autogradcli.errors import LimitError, VariableError
-from autogradcli.expression import Call, Limits, is_elementwise, walk
+from autogradcli.expression import Call, Limits, is_elementwise, rounding_steps, walk
 from autogradcli.gradient import Run, exact_or_none, prepare, start
+from autogradcli.messages import kink_note
 from autogradcli.numeric import DEFAULT as NUMERIC
 from autogradcli.result import Block, DerivativeResult, JacobianRow
+from autogradcli.verdict import AGREE, DISAGREE, ROUNDING, rounding_relative, settle
 from autogradcli.vocabulary import REDUCTIONS
 
 if TYPE_CHECKING:
@@ -94,14 +97,17 @@ def _block(
     numeric: np.ndarray | None,
     exact: bool,
     numeric_rounding: np.ndarray | None = None,
+    kink_codes: set[str] | None = None,
 ) -> Block:
     setup = run.setup
     rtol, atol = setup.rtol, setup.atol
     if not exact:
         rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
-    check = compare(autograd, expected, rtol, atol, kinks)
-    block = Block(key, autograd, cross, cross_name, expected, check.max_abs_error)
-    block.agree = check.agree
+    relative = _relative(run)
+    check = compare(autograd, expected, rtol, atol, kinks, relative=relative)
+    block = Block(key, autograd, cross, cross_name, expected, check.max_abs_error, check=check)
+    block.kink_codes = set(kink_codes or ())
+    block.verdict = AGREE if check.agree else DISAGREE
     if cross is not None:
         block.cross_agree = compare(autograd, cross, setup.rtol, setup.atol).agree
     block.excluded = check.excluded
@@ -114,6 +120,13 @@ def _block(
     return block
 
 
+def _relative(run: Run) -> float:
+    """The relative rounding bound for this expression in this dtype (verdict.py)."""
+    setup = run.setup
+    steps = rounding_steps(setup.expression, setup.shapes, setup.limits)
+    return rounding_relative(setup.dtype, 2 * steps)  # differentiated twice at most
+
+
 def compute_jacobian(
     expression: str,
     values: Mapping[str, Any],
@@ -121,6 +134,7 @@ def compute_jacobian(
     const: Iterable[str] = (),
     numeric: bool = False,
     max_entries: int = MAX_JACOBIAN_ENTRIES,
+    strict: bool = False,
     **options: Any,
 ) -> DerivativeResult:
     """The Jacobian ``d out / d x`` per input, shaped ``out.shape + x.shape``: one
@@ -175,19 +189,10 @@ def compute_jacobian(
     blocks = []
     for n, cross in zip(names, functional, strict=True):
         if model is not None:
-            expected, kinks, kink_notes = exact[n]
-            notes += sorted(kink_notes)
-            ieee = np.isnan(autograd[n]) & (expected == 0)
-            if ieee.any():  # backward(one_hot): 0 * an infinite local derivative is NaN
-                kinks = kinks | ieee
-                notes.append(
-                    f"{int(ieee.sum())} entr(ies) of d out/d {n} are NaN in PyTorch where they "
-                    "are 0: the one-hot row multiplies an infinite local derivative by 0 "
-                    "(IEEE 0*inf); left out of the check"
-                )
+            expected, kinks, codes = exact[n]
         else:
             assert numbers is not None
-            expected, kinks = numbers[n], None
+            expected, kinks, codes = numbers[n], None, set()
         blocks.append(
             _block(
                 run,
@@ -199,11 +204,13 @@ def compute_jacobian(
                 kinks,
                 None if numbers is None or model is None else numbers[n],
                 model is not None,
+                kink_codes=codes,
             )
         )
-    result = _result(run, "jacobian", blocks, notes, model is not None, rows=rows)
+    result = _result(run, "jacobian", blocks, notes, model is not None, strict, rows=rows)
     return _recheck_in_float64(
         result,
+        _diagnosis(run, model),
         compute_jacobian,
         expression,
         run.seen,
@@ -221,6 +228,7 @@ def compute_hessian(
     const: Iterable[str] = (),
     numeric: bool = False,
     max_entries: int = MAX_JACOBIAN_ENTRIES,
+    strict: bool = False,
     **options: Any,
 ) -> DerivativeResult:
     """Second derivatives of a one-element output for every pair of inputs, by
@@ -287,11 +295,10 @@ def compute_hessian(
         for j, b in enumerate(names):
             cross = functional[i][j]  # a tuple of inputs gives a tuple of tuples
             if model is not None:
-                expected, kinks, kink_notes = exact[(a, b)]
-                notes += sorted(kink_notes)
+                expected, kinks, codes = exact[(a, b)]
             else:
                 assert numbers is not None
-                expected, kinks = numbers[(a, b)], None
+                expected, kinks, codes = numbers[(a, b)], None, set()
             blocks.append(
                 _block(
                     run,
@@ -303,11 +310,13 @@ def compute_hessian(
                     kinks,
                     None if numbers is None or model is None else numbers[(a, b)],
                     model is not None,
+                    kink_codes=codes,
                 )
             )
-    result = _result(run, "hessian", blocks, notes, model is not None)
+    result = _result(run, "hessian", blocks, notes, model is not None, strict)
     return _recheck_in_float64(
         result,
+        _diagnosis(run, model),
         compute_hessian,
         expression,
         run.seen,
@@ -325,12 +334,12 @@ def compute_order(
     *,
     const: Iterable[str] = (),
     numeric: bool = False,
+    strict: bool = False,
     **options: Any,
 ) -> DerivativeResult:
     """The K-th derivative of an elementwise expression per input, by differentiating
     ``K`` times with ``create_graph=True`` (``grad_outputs`` ones each time), against
     SymPy's ``diff(expr, x, K)``."""
-    import sympy as sp
     import torch
 
     from autogradcli.computation import to_numpy
@@ -338,6 +347,7 @@ def compute_order(
     from autogradcli.numeric import numeric_derivative_with_error
     from autogradcli.symbolic import (
         SymbolicModel,
+        diff,
         find_kinks,
         reduce_to_shape,
     )
@@ -374,14 +384,13 @@ def compute_order(
                 g = torch.zeros_like(leaf)
                 break
         autograd = to_numpy(g)
-        derivative = sp.diff(model.output.expr, model.symbols[n], order)
+        derivative = diff(model.output.expr, model.symbols[n], order)
         derivatives[n] = str(derivative)
         with np.errstate(all="ignore"):
             full = precise_value(derivative, env, setup.out_shape)
-            mask, kink_notes = find_kinks(derivative, env, setup.out_shape)
+            mask, codes = find_kinks(derivative, env, setup.out_shape)
         expected = reduce_to_shape(full, setup.shapes[n])
         kinks = reduce_to_shape(mask, setup.shapes[n], np.logical_or)
-        notes += sorted(kink_notes) if kinks.any() else []
         numbers = rounding = None
         if numeric:
             f = _numeric_forward(run)
@@ -398,48 +407,79 @@ def compute_order(
                     "rounding of the function's values; its tolerance is widened by up to "
                     f"{float(np.max(rounding)):.3g} (absolute)"
                 )
-        blocks.append(_block(run, n, autograd, None, "", expected, kinks, numbers, True, rounding))
-    result = _result(run, f"order {order}", blocks, notes, True)
+        blocks.append(
+            _block(run, n, autograd, None, "", expected, kinks, numbers, True, rounding, codes)
+        )
+    result = _result(run, f"order {order}", blocks, notes, True, strict)
     result.derivatives = derivatives
     return _recheck_in_float64(
-        result, compute_order, expression, run.seen, order, const=const, numeric=numeric, **options
+        result,
+        _diagnosis(run, model),
+        compute_order,
+        expression,
+        run.seen,
+        order,
+        const=const,
+        numeric=numeric,
+        **options,
     )
+
+
+def _diagnosis(run: Run, model: Any) -> Callable[[], Any]:
+    """Where the forward pass went wrong (computed when a block needs a cause)."""
+    from autogradcli.diagnose import forward_cause
+
+    def diagnose() -> Any:
+        if model is None:
+            return None
+        setup = run.setup
+        return forward_cause(setup.expression, run.forward(), model, run.seen, setup.dtype)
+
+    return diagnose
 
 
 def _recheck_in_float64(
     result: DerivativeResult,
+    diagnose: Callable[[], Any],
     compute: Callable[..., DerivativeResult],
     *args: Any,
     **options: Any,
 ) -> DerivativeResult:
-    """As for ``grad``: where a low-precision block disagrees, the same inputs (as the dtype
-    rounded them) run once more in float64 (``compute(*args, **options)`` with float64 and
-    its default tolerances); a block that agrees there is named rounding or overflow and no
-    longer counts as a disagreement."""
-    if result.agree or result.dtype == "float64":
+    """The verdict of each block (verdict.py): where a low-precision block is outside its
+    tolerance, the same inputs (as the dtype rounded them) run once more in float64
+    (``compute(*args, **options)`` with float64 and its default tolerances); a block within
+    the rounding bound whose float64 block agrees is ≈, any other is ✗ with its cause."""
+    failing = [b for b in result.blocks if not b.check.agree]
+    if not failing:
         return result
-    options = {k: v for k, v in options.items() if k not in ("rtol", "atol")}
-    high = {b.key: b for b in compute(*args, **{**options, "dtype": "float64"}).blocks}
-    for block in result.blocks:
+    high: dict[str, Block] = {}
+    if result.dtype != "float64":
+        options = {k: v for k, v in options.items() if k not in ("rtol", "atol", "strict")}
+        high = {b.key: b for b in compute(*args, **{**options, "dtype": "float64"}).blocks}
+    finite = all(bool(np.all(np.isfinite(v))) for v in result.values.values())
+    forward = None
+    if any(not b.check.within_bound or not high for b in failing):
+        forward = diagnose()
+    for block in failing:
         other = high.get(block.key)
-        if block.all_agree or other is None:
-            continue
-        if other.agree and other.cross_agree is not False:
-            finite = bool(np.all(np.isfinite(block.autograd)))
-            what = "rounding" if finite else "overflow to inf/NaN"
-            block.rounding = (
-                f"{what}: {result.dtype} gives an error of {block.max_abs_error:.3g}; "
-                f"float64 agrees (error {other.max_abs_error:.3g})"
-            )
-            block.agree = True
+        f64 = None if other is None or other.cross_agree is False else other.check
+        block.verdict = settle(block.check, f64)
+        if block.verdict == ROUNDING:
+            assert f64 is not None
+            block.cause = rounding_cause(block.check, f64, result.dtype, result.rounding_bound)
             block.cross_agree = None if block.cross_agree is None else True
-            block.numeric_agree = None if block.numeric_agree is None else other.numeric_agree
-            result.notes.append(f"{block.key}: {block.rounding}")
-        else:
-            result.notes.append(
-                f"{block.key}: float64 disagrees too (max abs error "
-                f"{other.max_abs_error:.3g}): a real mismatch, not rounding"
-            )
+            continue
+        block.cause = check_cause(
+            block.check,
+            block.autograd,
+            block.expected,
+            None,
+            dtype=result.dtype,
+            forward=forward,
+            float64=f64,
+            inputs_finite=finite,
+            kinks=block.kink_codes,
+        )
     return result
 
 
@@ -449,9 +489,14 @@ def _result(
     blocks: list[Block],
     notes: list[str],
     exact: bool,
+    strict: bool,
     rows: list[JacobianRow] | None = None,
 ) -> DerivativeResult:
     setup = run.setup
+    for b in blocks:
+        if b.check.excluded:
+            where = f"{b.key}: " if len(blocks) > 1 else ""
+            notes.append(where + kink_note(b.kink_codes, b.check.excluded, b.check.excluded_values))
     return DerivativeResult(
         kind=kind,
         expression=setup.expression.text,
@@ -461,6 +506,9 @@ def _result(
         atol=setup.atol if exact else max(setup.atol, NUMERIC.atol),
         output_shape=list(setup.out_shape),
         values=run.seen,
+        rounding_bound=_relative(run),
+        strict=strict,
+        seed=setup.random.seed if setup.random.used else None,
         blocks=blocks,
         rows=rows or [],
         notes=list(dict.fromkeys(notes)),

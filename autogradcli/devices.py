@@ -34,6 +34,11 @@ def resolve_device(spec: str) -> Any:
         device = None
     if device is None or device.type not in ("cpu", "cuda", "mps"):
         raise DeviceError(f"unknown device '{spec}'; use auto, cpu, cuda, cuda:N or mps")
+    if device.type in ("cpu", "mps") and device.index not in (None, 0):
+        raise DeviceError(
+            f"device '{spec}' is not available here: the {device.type} device has no index "
+            f"{device.index}; use --device {device.type}"
+        )
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda:0")
     name = "cpu" if device.type == "cpu" else str(device)

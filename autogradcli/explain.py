@@ -36,12 +36,14 @@ from autogradcli.expression import (
     cut,
     infer_shape,
     is_full_reduction,
+    operands,
     unparse,
 )
-from autogradcli.graph import Owner, label_of, operands, owners
+from autogradcli.graph import Owner, label_of, owners
 from autogradcli.result import Explanation, Flow, NodeStep, VjpCheck
 from autogradcli.symbolic import (
     Expected,
+    diff,
     find_kinks,
     reduce_to_shape,
 )
@@ -348,7 +350,7 @@ def _local_derivatives(
     result = {}
     for k, value in enumerate(values):
         if isinstance(value, torch.Tensor):
-            derivative = sp.diff(expr, placeholders[k])
+            derivative = diff(expr, placeholders[k])
             text = str(derivative.subs(shown, simultaneous=True))
             for name in compound:  # Heaviside((x - 1)) -> Heaviside(x - 1)
                 text = text.replace(f"({name})", name)

@@ -411,6 +411,17 @@ def walk(node: Node) -> Iterator[Node]:
             stack.append(current.arg)
 
 
+def operands(node: Node) -> list[Node]:
+    """The inputs of one operation of the tree, left to right."""
+    if isinstance(node, Binary):
+        return [node.left, node.right]
+    if isinstance(node, Unary):
+        return [node.operand]
+    if isinstance(node, Call):
+        return [node.arg] if node.other is None else [node.arg, node.other]
+    return []
+
+
 def walk_names(node: Node) -> Iterator[str]:
     """Names in the order they appear in the text."""
     return (n.id for n in walk(node) if isinstance(n, Name))
@@ -593,12 +604,13 @@ def _tensor_function_shape(node: Call, shape: Shape, other: Shape | None) -> Sha
         return ()
     if node.dim is None:
         return () if TENSOR_FUNCTIONS[node.func].dim != "required" else shape
-    if not shape:
-        raise ShapeError(
-            f"'{where}': '{unparse(node.arg)}' is a single number; it has no dim "
-            f"(PyTorch would treat it as one element); leave the dim out: {node.func}"
-            f"({unparse(node.arg)})"
-        )
+    if not shape:  # PyTorch takes dim 0 or -1 of a single number as its one element
+        if node.dim not in (0, -1):
+            raise ShapeError(
+                f"'{where}': '{unparse(node.arg)}' is a single number; its only dims are 0 "
+                f"and -1; write {node.func}({unparse(node.arg)}, 0)"
+            )
+        return ()
     if not -len(shape) <= node.dim < len(shape):
         raise ShapeError(
             f"'{where}': dim {node.dim} is out of range for shape {list(shape)} "
@@ -664,6 +676,35 @@ def cut(expression: Expression, target: Node, name: str) -> Expression:
         steps,
         expression.output,
     )
+
+
+# Tensor functions that sum (or compare) many numbers: each adds rounding steps.
+_REDUCING = frozenset(
+    {"sum", "mean", "prod", "max", "min", "softmax", "log_softmax", "logsumexp", "norm", "dot"}
+)
+
+
+def rounding_steps(expression: Expression, shapes: dict[str, Shape], limits: Limits) -> int:
+    """Rounded operations behind one number of the result (see ``verdict``): three per
+    operation (forward, local derivative, product), plus ceil(log2 n) for each sum of n
+    numbers: reductions, matrix products and the gradient of a broadcast input."""
+    from autogradcli.verdict import reduction_steps
+
+    shapes = program_shapes(expression, shapes, limits)
+    steps = 0
+    for root in (*(s.node for s in expression.steps), expression.root):
+        for node in walk(root):
+            if isinstance(node, (Unary, Binary, Call)):
+                steps += 3
+            if isinstance(node, Call) and node.func in _REDUCING:
+                shape = infer_shape(node.arg, shapes, limits)
+                count = math.prod(shape) if node.dim is None or not shape else shape[node.dim]
+                steps += reduction_steps(count)
+            elif isinstance(node, Binary) and node.op == "@":
+                steps += reduction_steps(infer_shape(node.left, shapes, limits)[-1])
+    out = math.prod(infer_shape(expression.root, shapes, limits))
+    spread = max((out // max(math.prod(shapes[n]), 1) for n in expression.variables), default=1)
+    return steps + reduction_steps(spread)
 
 
 def direct_inputs(node: Node) -> list[str]:

@@ -15,14 +15,15 @@ import math
 import secrets
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from autogradcli.compare import TOLERANCES, compare
+from autogradcli.compare import TOLERANCES, Comparison, compare
 from autogradcli.devices import check_dtype
-from autogradcli.errors import UnknownVariableError, VariableError
+from autogradcli.diagnose import check_cause, forward_cause, rounding_cause
+from autogradcli.errors import AutogradCliError, UnknownVariableError, VariableError
 from autogradcli.expression import (
     Call,
     Expression,
@@ -34,12 +35,29 @@ from autogradcli.expression import (
     is_elementwise,
     parse_expression,
     program_shapes,
+    rounding_steps,
     walk,
 )
 from autogradcli.glossary import lookup
+from autogradcli.messages import POINTS, kink_note
 from autogradcli.numeric import DEFAULT as NUMERIC
-from autogradcli.result import GradResult, PassResult, TensorResult, VariableResult
+from autogradcli.result import (
+    GradResult,
+    PassResult,
+    Suggestion,
+    TensorResult,
+    VariableResult,
+)
 from autogradcli.values import RandomSource, read_value
+from autogradcli.verdict import (
+    AGREE,
+    DISAGREE,
+    ROUNDING,
+    Cause,
+    rounding_relative,
+    settle,
+    worst,
+)
 from autogradcli.vocabulary import KINKED
 
 T = TypeVar("T")
@@ -217,6 +235,8 @@ def compute_gradient(
     atol: float | None = None,
     seed: int | None = None,
     limits: Limits | None = None,
+    strict: bool = False,
+    suggest: bool = True,
 ) -> GradResult:
     """Gradients of ``expression`` (or a program of steps) at ``values`` by autograd,
     checked against SymPy.
@@ -230,7 +250,9 @@ def compute_gradient(
     it and ``inspect`` fill ``result.tensors``. ``explain`` records the first backward
     pass node by node (``result.explanation``). ``numeric`` adds central finite
     differences in float64 as a third opinion; they are also the check when SymPy's
-    exact check is too large or gives no number.
+    exact check is too large or gives no number. ``strict`` makes a ≈ (within rounding)
+    verdict fail ``result.agree``; ``suggest`` re-runs stable forms of expressions that
+    overflow or lose precision (``result.suggestions``).
     """
     if repeat < 1:
         raise VariableError(f"--repeat must be at least 1, not {repeat}")
@@ -298,86 +320,27 @@ def compute_gradient(
     if expected is None:
         assert numbers is not None
         expected = numbers
-    rtol, atol = setup.rtol, setup.atol
-    if model is None:  # the numeric check is the reference: its own (looser) tolerance
-        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
     if explain and model is None:
         raise VariableError(
             "--explain needs SymPy's exact check, which is not available here; "
             "see the graph with autograd-cli graph"
         )
-
     output = computation.to_numpy(trace.out)
     if model is not None:
-        _domain_edges(run, output, expected, snapshots[0], notes)
-    output_check = compare(output, expected.output, rtol, atol, expected.output_excluded)
-
-    def times(index: int, kept_across_passes: bool) -> int:
-        return 1 if zero_grad or not kept_across_passes else index
-
-    passes = []
-    for index, grads in enumerate(snapshots, start=1):
-        want = {n: times(index, True) * expected.grads[n] for n in ordered}
-        agree = all(
-            compare(
-                grads[n],
-                want[n],
-                rtol,
-                atol,
-                expected.kinks[n],
-                _bounds(expected, n, times(index, True)),
-            ).agree
-            for n in ordered
-        )
-        passes.append(PassResult(index, grads, want, agree))
-
+        expected = _domain_edges(run, expected, snapshots[0], notes)
+    steps = rounding_steps(parsed, setup.shapes, setup.limits) + repeat
+    judge = Judge(run, trace, model, expected, numbers, snapshots, zero_grad, steps)
     variables = {}
     for name in parsed.variables:
         result = VariableResult(name, run.seen[name], requires_grad=name in differentiate)
         if name in differentiate:
-            final, want = snapshots[-1][name], passes[-1].expected[name]
-            bounds = _bounds(expected, name, times(repeat, True))
-            check = compare(final, want, rtol, atol, expected.kinks[name], bounds)
-            result.grad, result.expected = final, want
+            judge.fill(result)
             if isinstance(model, SymbolicModel):
                 result.derivative = model.derivative_text(name)
                 result.chain = chain_rule(parsed, setup.shapes, name, setup.limits)
             elif model is not None:
                 ones = run.seen_weights.size == 1 or bool(np.all(run.seen_weights == 1))
                 result.derivative = model.derivative_text(name, ones)
-            result.max_abs_error, result.agree = check.max_abs_error, check.agree
-            result.notes = _notes(
-                expected.kink_notes[name], check.excluded, want, expected.kinks[name]
-            )
-            if check.bracketed:
-                result.notes.append(_bracket_note(check.bracketed))
-            with np.errstate(invalid="ignore"):
-                lost = np.isnan(final) & np.isfinite(want) & ~expected.kinks[name]
-            if lost.any() and np.all(np.isfinite(run.seen[name])):
-                result.notes.append(
-                    f"autograd is NaN at {int(lost.sum())} element(s) where the derivative is "
-                    "finite: in the backward pass a zero gradient met an infinite local "
-                    "derivative (0*inf or 0/0, e.g. log'(0) behind a max or a relu); PyTorch does "
-                    "not special-case it, so this .grad is NaN in real use too"
-                )
-            if numbers is not None and model is not None:
-                scale = times(repeat, True)
-                result.numeric = scale * numbers.grads[name]
-                numeric_check_ = compare(
-                    final,
-                    result.numeric,
-                    max(rtol, NUMERIC.rtol),
-                    max(atol, NUMERIC.atol),
-                    expected.kinks[name] | numbers.kinks[name],
-                    _bounds(numbers, name, scale),
-                )
-                result.numeric_max_abs_error = numeric_check_.max_abs_error
-                result.numeric_agree = numeric_check_.agree
-                off = int((numbers.kinks[name] & ~expected.kinks[name]).sum())
-                if off:
-                    result.notes.append(f"numeric check: {OFF_DOMAIN}; {off} element(s) left out")
-                if numeric_check_.bracketed:
-                    result.notes.append("numeric check: " + _bracket_note(numeric_check_.bracketed))
         variables[name] = result
 
     if same_graph and not retain_graph and repeat > 1:
@@ -393,21 +356,20 @@ def compute_gradient(
         explanation = explain_pass(run, first, recorder, model, expected, snapshots[0])
     tensors = None
     if inspect:
-        scale = times(repeat, same_graph)
-        tensors = _inspect(run, trace, model, variables, scale)
-
+        tensors = _inspect(run, trace, model, variables, judge.times(repeat, same_graph))
+    output_verdict, output_cause = judge.output(output)
     result = GradResult(
         expression=expression,
         device=str(run.device),
         dtype=dtype,
-        rtol=rtol,
-        atol=atol,
+        rtol=judge.rtol,
+        atol=judge.atol,
         output=output,
         output_expected=expected.output,
-        output_max_abs_error=output_check.max_abs_error,
-        output_agree=output_check.agree,
+        output_max_abs_error=judge.output_check.max_abs_error,
+        output_agree=output_verdict != DISAGREE,
         variables=variables,
-        passes=passes,
+        passes=judge.passes(),
         weights=None if run.weight_tensor is None else run.seen_weights,
         seed=setup.random.seed if setup.random.used else None,
         output_name=parsed.output,
@@ -417,32 +379,267 @@ def compute_gradient(
         expected_by="SymPy" if model is not None else "numeric",
         tensors=tensors,
         explanation=explanation,
+        output_verdict=output_verdict,
+        output_cause=output_cause,
+        rounding_bound=judge.relative,
+        strict=strict,
     )
-    if not result.agree and dtype != "float64":
-        _recheck_in_float64(run, expected, result, rtol, atol, numbers)
+    if suggest and any(c.code in UNSTABLE for c in result.causes()):
+
+        def rerun(text: str) -> GradResult:
+            return compute_gradient(
+                text,
+                values,
+                weights=weights,
+                repeat=repeat,
+                same_graph=same_graph,
+                retain_graph=retain_graph,
+                zero_grad=zero_grad,
+                const=const,
+                device=device,
+                dtype=dtype,
+                rtol=rtol,
+                atol=atol,
+                seed=setup.random.seed,
+                limits=limits,
+                suggest=False,
+            )
+
+        result.suggestions = _suggest(parsed, rerun)
     return result
 
 
-def _recheck_in_float64(
-    run: Run,
-    expected: Expected,
-    result: GradResult,
-    rtol: float,
-    atol: float,
-    numbers: Expected | None = None,
-) -> None:
-    """A low-precision disagreement may be rounding alone: run the same inputs (as the
-    dtype rounded them) once in float64; where float64 agrees with the reference, the
-    mismatch is named rounding and does not count as a disagreement. The same holds for
-    the numeric column (``numbers``)."""
+def _suggest(parsed: Expression, rerun: Callable[[str], GradResult]) -> list[Suggestion]:
+    """Stable forms of the patterns in ``parsed``, each re-run: a suggestion stands only
+    if its run agrees (``confirmed``); otherwise it says what the re-run found."""
+    from autogradcli.stable import rewrite
+
+    text, replaced = rewrite(parsed)
+    if not replaced:
+        return []
+    try:
+        again = rerun(text)
+    except AutogradCliError:
+        return []
+    grads = {n: v.grad for n, v in again.variables.items() if v.grad is not None}
+    return [
+        Suggestion(
+            replaced=replaced,
+            expression=text,
+            verdict=again.verdict,
+            confirmed=again.verdict == AGREE,
+            output=again.output,
+            grads=grads,
+            cause=again.first_cause(),
+        )
+    ]
+
+
+UNSTABLE = ("overflow", "precision_loss")
+
+
+class Judge:
+    """Comparisons of one run with the reference, turned into verdicts and causes by the
+    policy of ``verdict.py`` (the float64 re-run, and the forward pass's diagnosis, are
+    made only when a check needs them)."""
+
+    def __init__(
+        self,
+        run: Run,
+        trace: Trace,
+        model: Any,
+        expected: Expected,
+        numbers: Expected | None,
+        snapshots: list[dict[str, np.ndarray]],
+        zero_grad: bool,
+        steps: int,
+    ) -> None:
+        setup = run.setup
+        self.run, self.trace, self.model = run, trace, model
+        self.expected, self.numbers, self.snapshots = expected, numbers, snapshots
+        self.zero_grad = zero_grad
+        self.rtol, self.atol = setup.rtol, setup.atol
+        if model is None:  # the numeric check is the reference: its own (looser) tolerance
+            self.rtol, self.atol = max(self.rtol, NUMERIC.rtol), max(self.atol, NUMERIC.atol)
+        from autogradcli.computation import to_numpy
+
+        self.relative = rounding_relative(setup.dtype, steps)
+        self.names = [n for n in setup.expression.variables if n in setup.differentiate]
+        self.output_check = compare(
+            to_numpy(trace.out),
+            expected.output,
+            self.rtol,
+            self.atol,
+            huge=expected.output_huge,
+            relative=self.relative,
+        )
+        self._float64: Float64Checks | None = None
+        self._forward: Cause | None = None
+        self._diagnosed = False
+
+    def times(self, index: int, kept_across_passes: bool = True) -> int:
+        """What pass ``index`` multiplies a single gradient by (1 once zeroed or rebuilt)."""
+        return 1 if self.zero_grad or not kept_across_passes else index
+
+    def check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
+        """``grads`` of ``name`` against ``scale`` times the reference's gradient."""
+        e = self.expected
+        bounds = _bounds(e, name, scale)
+        return compare(
+            grads,
+            scale * e.grads[name],
+            self.rtol,
+            self.atol,
+            e.kinks[name],
+            bounds,
+            e.huge.get(name),
+            self.relative,
+        )
+
+    def numeric_check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
+        assert self.numbers is not None
+        kinks = self.expected.kinks[name] | self.numbers.kinks[name]
+        return compare(
+            grads,
+            scale * self.numbers.grads[name],
+            max(self.rtol, NUMERIC.rtol),
+            max(self.atol, NUMERIC.atol),
+            kinks,
+            _bounds(self.numbers, name, scale),
+            relative=self.relative,
+        )
+
+    def float64(self) -> Float64Checks | None:
+        """The same inputs once more in float64 (lazily; None when the dtype is float64)."""
+        if self.run.setup.dtype == "float64":
+            return None
+        if self._float64 is None:
+            self._float64 = float64_checks(self.run, self.expected, self.numbers)
+        return self._float64
+
+    def settle(self, check: Comparison, pick: Callable[[Float64Checks], Comparison]) -> str:
+        if check.agree:
+            return AGREE
+        f64 = self.float64()
+        return settle(check, None if f64 is None else pick(f64))
+
+    def cause(
+        self,
+        verdict: str,
+        check: Comparison,
+        pick: Callable[[Float64Checks], Comparison],
+        actual: np.ndarray,
+        want: np.ndarray,
+        huge: np.ndarray | None,
+        kinks: set[str],
+    ) -> Cause | None:
+        dtype = self.run.setup.dtype
+        f64 = self.float64()
+        f64_check = None if f64 is None else pick(f64)
+        if verdict == AGREE:
+            return None
+        if verdict == ROUNDING:
+            assert f64_check is not None
+            return rounding_cause(check, f64_check, dtype, self.relative)
+        return check_cause(
+            check,
+            actual,
+            want,
+            huge,
+            dtype=dtype,
+            forward=self.forward(),
+            float64=f64_check,
+            inputs_finite=all(bool(np.all(np.isfinite(v))) for v in self.run.seen.values()),
+            kinks=kinks,
+        )
+
+    def forward(self) -> Cause | None:
+        """Where the forward pass went wrong, if it did (computed once)."""
+        if not self._diagnosed and self.model is not None:
+            run = self.run
+            expression = run.setup.expression
+            self._forward = forward_cause(
+                expression, self.trace, self.model, run.seen, run.setup.dtype
+            )
+        self._diagnosed = True
+        return self._forward
+
+    def output(self, output: np.ndarray) -> tuple[str, Cause | None]:
+        check = self.output_check
+        verdict = self.settle(check, lambda f: f.output)
+        huge = self.expected.output_huge
+        cause = self.cause(
+            verdict, check, lambda f: f.output, output, self.expected.output, huge, set()
+        )
+        return verdict, cause
+
+    def fill(self, v: VariableResult) -> None:
+        """Gradient, reference, verdict, cause and notes of one differentiated variable."""
+        name, e = v.name, self.expected
+        scale = self.times(len(self.snapshots))
+        v.grad, v.expected = self.snapshots[-1][name], scale * e.grads[name]
+        check = self.check(name, v.grad, scale)
+        v.max_abs_error = check.max_abs_error
+        v.verdict = self.settle(check, lambda f: f.grads[name])
+        v.cause = self.cause(
+            v.verdict,
+            check,
+            lambda f: f.grads[name],
+            v.grad,
+            v.expected,
+            e.huge.get(name),
+            e.kink_notes[name],
+        )
+        v.agree = v.verdict != DISAGREE
+        v.notes = _notes(e.kink_notes[name], check, v.expected, e.kinks[name])
+        if check.bracketed:
+            v.notes.append(_bracket_note(check.bracketed))
+        if self.numbers is not None and self.model is not None:
+            v.numeric = scale * self.numbers.grads[name]
+            numeric = self.numeric_check(name, v.grad, scale)
+            v.numeric_max_abs_error = numeric.max_abs_error
+            v.numeric_verdict = self.settle(numeric, lambda f: f.numeric[name])
+            v.numeric_agree = v.numeric_verdict != DISAGREE
+            off = int((self.numbers.kinks[name] & ~e.kinks[name]).sum())
+            if off:
+                v.notes.append(f"numeric check: {POINTS['off_domain']}; {off} element(s) left out")
+            if numeric.bracketed:
+                v.notes.append("numeric check: " + _bracket_note(numeric.bracketed))
+
+    def passes(self) -> list[PassResult]:
+        """``.grad`` after each pass against its multiple of the reference."""
+        results = []
+        for index, grads in enumerate(self.snapshots, start=1):
+            scale = self.times(index)
+            want = {n: scale * self.expected.grads[n] for n in self.names}
+            verdicts = [
+                self.settle(self.check(n, grads[n], scale), lambda f, n=n: f.grads[n])
+                for n in self.names
+            ]
+            results.append(PassResult(index, grads, want, worst(verdicts)))
+        return results
+
+
+@dataclass(frozen=True)
+class Float64Checks:
+    """The float64 re-run's output and gradients, compared with the reference."""
+
+    output: Comparison
+    grads: dict[str, Comparison]
+    numeric: dict[str, Comparison]
+
+
+def float64_checks(run: Run, expected: Expected, numbers: Expected | None) -> Float64Checks:
+    """Run the same inputs (as the dtype rounded them) once in float64 and compare with the
+    reference at float64's tolerance: the evidence a ≈ verdict needs."""
     import torch
 
     from autogradcli import computation
 
     setup = run.setup
-    rtol64, atol64 = TOLERANCES["float64"]
-    if result.expected_by == "numeric":
-        rtol64, atol64 = max(rtol64, NUMERIC.rtol), max(atol64, NUMERIC.atol)
+    rtol, atol = TOLERANCES["float64"]
+    if numbers is expected:  # the numeric check is the reference
+        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
     leaves = {
         n: computation.make_leaf(run.seen[n], torch.float64, run.device, n in setup.differentiate)
         for n in setup.expression.variables
@@ -452,60 +649,32 @@ def _recheck_in_float64(
     if run.weight_tensor is not None:
         weights = torch.as_tensor(run.seen_weights, dtype=torch.float64, device=run.device)
     computation.backward(trace.out, weights)
-    explained: set[str] = set()
-    out64 = compare(computation.to_numpy(trace.out), expected.output, rtol64, atol64)
-    if not result.output_agree and out64.agree:
-        result.output_rounding = _rounding(
-            setup.dtype, result.output, result.output_max_abs_error, out64
-        )
-        result.output_agree = True
-    for name, v in result.variables.items():
-        if v.agree is not False and v.numeric_agree is not False:
-            continue
+    output = compare(
+        computation.to_numpy(trace.out), expected.output, rtol, atol, huge=expected.output_huge
+    )
+    grads, numeric = {}, {}
+    for name in [n for n in setup.expression.variables if n in setup.differentiate]:
         grad = leaves[name].grad
         got = np.zeros(setup.shapes[name]) if grad is None else computation.to_numpy(grad)
-        if v.numeric_agree is False and numbers is not None:
-            check = compare(
+        grads[name] = compare(
+            got,
+            expected.grads[name],
+            rtol,
+            atol,
+            expected.kinks[name],
+            _bounds(expected, name),
+            expected.huge.get(name),
+        )
+        if numbers is not None:
+            numeric[name] = compare(
                 got,
                 numbers.grads[name],
-                max(rtol64, NUMERIC.rtol),
-                max(atol64, NUMERIC.atol),
+                max(rtol, NUMERIC.rtol),
+                max(atol, NUMERIC.atol),
                 expected.kinks[name] | numbers.kinks[name],
                 _bounds(numbers, name),
             )
-            if check.agree:
-                v.numeric_agree = True
-                v.rounding = v.rounding or _rounding(
-                    setup.dtype, v.grad, v.numeric_max_abs_error, check
-                )
-        if v.agree is not False:
-            continue
-        check = compare(
-            got, expected.grads[name], rtol64, atol64, expected.kinks[name], _bounds(expected, name)
-        )
-        if check.agree:
-            v.rounding = _rounding(setup.dtype, v.grad, v.max_abs_error, check)
-            v.agree = True
-            explained.add(name)
-        else:
-            v.notes.append(
-                f"float64 disagrees too (max abs error {check.max_abs_error:.3g}): "
-                "a real mismatch, not rounding"
-            )
-    for p in result.passes:
-        if not p.agree:
-            p.agree = all(
-                name in explained
-                or compare(
-                    p.grads[name],
-                    p.expected[name],
-                    rtol,
-                    atol,
-                    expected.kinks[name],
-                    _bounds(expected, name, 1 if result.zero_grad else p.index),
-                ).agree
-                for name in p.grads
-            )
+    return Float64Checks(output, grads, numeric)
 
 
 def _bounds(expected: Expected, name: str, scale: int = 1) -> tuple[Any, Any] | None:
@@ -577,28 +746,23 @@ def _tensor(trace: Trace, name: str) -> torch.Tensor:
 
 
 def _domain_edges(
-    run: Run,
-    output: np.ndarray,
-    expected: Expected,
-    first: dict[str, np.ndarray],
-    notes: list[str],
-) -> None:
-    """Points where SymPy's formula and PyTorch's IEEE arithmetic part ways without any
-    gradient being wrong; each case is named in a note.
+    run: Run, expected: Expected, first: dict[str, np.ndarray], notes: list[str]
+) -> Expected:
+    """Points where SymPy's formula needs help or a word; returns the reference to use.
 
-    - PyTorch's forward is NaN where SymPy's simplified expression is defined
-      (``sqrt(x)**2`` at -1, ``x/x`` at 0, ``x*0`` at inf): those elements are left out.
-    - SymPy's derivative is 0/0 or 0*inf at a domain edge (``x**y`` at x = 0) where autograd
-      gives a number: the limit, by central differences, decides.
+    - The output is NaN in both (outside the real domain), or an input is not finite: said.
+    - SymPy's derivative is 0/0 or 0*inf where the function is defined (``x**y`` at x = 0,
+      ``(x**2)**0.5`` at 0): the one-sided slopes decide. Where they agree their limit, by
+      central differences in float64, is the reference; where they differ the point is a
+      kink (left out of the check while autograd is finite there).
     """
     finite_inputs = all(np.all(np.isfinite(v)) for v in run.seen.values())
-    with np.errstate(all="ignore"):
-        torch_nan = np.isnan(output) & np.isfinite(expected.output)
-        both_nan = np.isnan(output) & np.isnan(expected.output)
-    if both_nan.any() and finite_inputs:
+    defined = bool(np.all(np.isfinite(expected.output)))
+    output = expected.output
+    if np.isnan(output).any() and finite_inputs:
         notes.append(
-            f"the output is NaN at {int(both_nan.sum())} element(s): the expression is outside "
-            "its real domain there (e.g. log, sqrt or a fractional power of a negative "
+            f"the output is NaN at {int(np.isnan(output).sum())} element(s): the expression is "
+            "outside its real domain there (e.g. log, sqrt or a fractional power of a negative "
             "number); PyTorch still applies each backward formula, as SymPy's derivative does"
         )
     if not finite_inputs:
@@ -606,44 +770,29 @@ def _domain_edges(
             "an input is NaN or infinite: IEEE arithmetic carries it through, so the check "
             "compares how PyTorch and SymPy's formula propagate it, not a derivative"
         )
-    if torch_nan.any():
-        expected.output_excluded = torch_nan
-        count = int(torch_nan.sum())
-        notes.append(
-            f"PyTorch's forward is NaN at {count} output element(s) where SymPy's expression "
-            "is defined (IEEE arithmetic outside the real domain, e.g. sqrt or a fractional "
-            "power of a negative number, 0/0, inf*0, which SymPy simplified away); "
-            "those elements and the gradients through them are left out of the check"
-        )
-        for name in [n for n in run.setup.expression.variables if n in expected.grads]:
-            with np.errstate(all="ignore"):
-                lost = np.isnan(first[name]) & ~np.isnan(expected.grads[name])
-            expected.kinks[name] = expected.kinks[name] | lost
-    undefined = {
-        name: np.isnan(expected.grads[name]) & np.isfinite(first[name]) & ~expected.kinks[name]
-        for name in run.setup.expression.variables  # in order: notes must not depend on hashing
-        if name in expected.grads
-    }
-    if not any(mask.any() for mask in undefined.values()):
-        return
-    limits = numeric_check(run)
+    names = [n for n in run.setup.expression.variables if n in expected.grads]  # fixed order
+    undefined = {n: np.isnan(expected.grads[n]) & ~expected.kinks[n] for n in names}
+    if not (defined and finite_inputs) or not any(m.any() for m in undefined.values()):
+        return expected
+    limits = numeric_check(run, bounds=True)
+    grads, kinks = dict(expected.grads), dict(expected.kinks)
+    kink_notes, bounds = dict(expected.kink_notes), dict(expected.bounds)
     for name, mask in undefined.items():
         if not mask.any():
             continue
-        numeric = np.broadcast_to(limits.grads[name], mask.shape)
-        expected.grads[name] = np.where(mask, numeric, expected.grads[name])
-        off = mask & limits.kinks[name]
-        if off.any():  # no limit from one side only: left out
-            expected.kinks[name] = expected.kinks[name] | off
-            expected.kink_notes[name] = expected.kink_notes[name] | limits.kink_notes[name]
-        if name in limits.bounds:
-            low, high = limits.bounds[name]
-            expected.bounds[name] = (np.where(mask, low, np.nan), np.where(mask, high, np.nan))
+        low, _ = limits.bounds[name]
+        across = mask & ~np.isnan(low)
+        grads[name] = np.where(mask, np.broadcast_to(limits.grads[name], mask.shape), grads[name])
+        off = mask & limits.kinks[name]  # no limit from one side only: left out
+        kinks[name] = kinks[name] | off | across
+        kink_notes[name] = kink_notes[name] | ({"off_domain"} if off.any() else set())
+        kink_notes[name] = kink_notes[name] | ({"one_sided"} if across.any() else set())
         notes.append(
             f"SymPy's derivative for {name} is 0/0 or 0*inf at {int(mask.sum())} element(s) "
             "(a domain edge such as x**y at x = 0); there its limit, by central differences "
             "in float64, is the reference"
         )
+    return replace(expected, grads=grads, kinks=kinks, kink_notes=kink_notes, bounds=bounds)
 
 
 def exact_or_none(run: Run, notes: list[str], work: Callable[[], T]) -> T | None:
@@ -683,7 +832,7 @@ def symbolic_check(run: Run, notes: list[str]) -> tuple[Any, Expected | None]:
     return exact_or_none(run, notes, work) or (None, None)
 
 
-def numeric_check(run: Run) -> Expected:
+def numeric_check(run: Run, bounds: bool = False) -> Expected:
     """Central finite differences of the same computation in float64 on the CPU.
 
     Where the function is NaN within the step (outside its domain) the element is left out
@@ -701,24 +850,18 @@ def numeric_check(run: Run) -> Expected:
     names = [n for n in setup.expression.variables if n in setup.differentiate]
     weights = None if run.weight_tensor is None else run.seen_weights
     slopes = numeric_slopes(f, run.seen, weights, names)
-    kinked = has_kink(setup.expression)
+    kinked = bounds or has_kink(setup.expression)
     expected = Expected(output=f(run.seen), grads={n: slopes[n].central for n in names})
     for name in names:
         s = slopes[name]
         off = s.off_domain()
         expected.kinks[name] = off
-        expected.kink_notes[name] = {OFF_DOMAIN} if off.any() else set()
+        expected.kink_notes[name] = {"off_domain"} if off.any() else set()
         if kinked:
             across = s.across_kink() & ~off
             low, high = np.fmin(s.left, s.right), np.fmax(s.left, s.right)
             expected.bounds[name] = (np.where(across, low, np.nan), np.where(across, high, np.nan))
     return expected
-
-
-OFF_DOMAIN = (
-    f"the function is NaN within the numeric step ({NUMERIC.eps:g}) here (outside its real "
-    "domain or at its edge), so central differences give no number"
-)
 
 
 def has_kink(expression: Expression) -> bool:
@@ -838,14 +981,15 @@ def _weights(
 
 
 def _notes(
-    kink_notes: set[str], excluded: int, expected: np.ndarray, kinks: np.ndarray | None = None
+    codes: set[str], check: Comparison, expected: np.ndarray, kinks: np.ndarray
 ) -> list[str]:
+    """Notes on one variable: elements left out at kinks (with PyTorch's values there, as
+    printed), infinite and undefined derivatives."""
     notes = []
-    if excluded:
-        for note in sorted(kink_notes):
-            notes.append(f"{note}; {excluded} element(s) at that point are left out of the check")
+    if check.excluded:
+        notes.append(kink_note(codes, check.excluded, check.excluded_values))
     with np.errstate(all="ignore"):
-        ordinary = expected if kinks is None else np.where(kinks, 0.0, expected)
+        ordinary = np.where(kinks, 0.0, expected)
         infinite, undefined = int(np.isinf(ordinary).sum()), int(np.isnan(ordinary).sum())
     if infinite:
         notes.append(f"the derivative is infinite at {infinite} element(s)")

@@ -18,7 +18,7 @@ from torch.autograd.graph import get_gradient_edge
 
 from autogradcli.computation import Trace
 from autogradcli.errors import ComputationError, DeviceError
-from autogradcli.expression import Binary, Call, Expression, Name, Node, Unary, unparse
+from autogradcli.expression import Expression, Name, Node, unparse
 
 
 @dataclass
@@ -50,25 +50,16 @@ class Graph:
     expression: str
     output: str
     nodes: list[GraphNode]
+    seed: int | None = None  # the seed of rand()/randn() values, when one was drawn
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "expression": self.expression,
             "output": self.output,
+            "seed": self.seed,
             "root": self.nodes[0].id,
             "nodes": [n.to_dict() for n in self.nodes],
         }
-
-
-def operands(node: Node) -> list[Node]:
-    """The inputs of one operation of the tree, left to right."""
-    if isinstance(node, Binary):
-        return [node.left, node.right]
-    if isinstance(node, (Unary,)):
-        return [node.operand]
-    if isinstance(node, Call):
-        return [node.arg] if node.other is None else [node.arg, node.other]
-    return []
 
 
 def label_of(node: Node, expression: Expression) -> str:
@@ -115,7 +106,12 @@ def leaf_names(leaves: dict[str, torch.Tensor]) -> dict[int, str]:
     return {id(t): name for name, t in leaves.items()}
 
 
-def build_graph(expression: Expression, trace: Trace, leaves: dict[str, torch.Tensor]) -> Graph:
+def build_graph(
+    expression: Expression,
+    trace: Trace,
+    leaves: dict[str, torch.Tensor],
+    seed: int | None = None,
+) -> Graph:
     """Walk PyTorch's graph from ``trace.out.grad_fn``, each node once, numbered as found."""
     out = trace.out
     # a leaf output (``x`` alone) has no grad_fn: backward() goes straight to its AccumulateGrad
@@ -166,7 +162,7 @@ def build_graph(expression: Expression, trace: Trace, leaves: dict[str, torch.Te
                 if parent.label.startswith("(part of ")
                 else (f"(part of {parent.label})")
             )
-    return Graph(expression.text, expression.output, nodes)
+    return Graph(expression.text, expression.output, nodes, seed)
 
 
 def to_dot(graph: Graph) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 
-OK, BAD = "✓", "✗"
+OK, NEAR, BAD = "✓", "≈", "✗"
+STYLES = {OK: "bold green", NEAR: "bold yellow", BAD: "bold red"}
+MARK_OF = {"agree": OK, "rounding": NEAR, "disagree": BAD}
 
 
 def format_array(array: np.ndarray | None) -> Text:
@@ -33,10 +35,12 @@ def _number(value: float) -> str:
     return f"{value + 0.0:.6g}"  # -0.0 shows as 0
 
 
-def mark(agree: bool | None) -> Text:
+def mark(agree: bool | str | None) -> Text:
+    """✓ / ≈ / ✗ for a verdict (or a bool), — for no check."""
     if agree is None:
         return Text("—")
-    return Text(OK, style="bold green") if agree else Text(BAD, style="bold red")
+    symbol = MARK_OF[agree] if isinstance(agree, str) else OK if agree else BAD
+    return Text(symbol, style=STYLES[symbol])
 
 
 def mark_expected(agree: bool | None, expected: np.ndarray | None) -> Text:

@@ -6,8 +6,10 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from autogradcli.render_cells import BAD, OK, error_text, format_array, mark
+from autogradcli.messages import cause_text
+from autogradcli.render_cells import MARK_OF, STYLES, error_text, format_array, mark
 from autogradcli.result import DerivativeResult
+from autogradcli.verdict import AGREE, ROUNDING
 
 TITLES = {
     "jacobian": "Jacobian d out / d input, shaped out.shape + input.shape",
@@ -21,7 +23,8 @@ def render_derivatives(result: DerivativeResult) -> RenderableType:
         Text.assemble(
             (f"{result.kind} {result.expression}", "bold"),
             f"   device {result.device} · dtype {result.dtype} · rtol {result.rtol:g}, "
-            f"atol {result.atol:g} · output shape {result.output_shape}",
+            f"atol {result.atol:g} · output shape {result.output_shape}"
+            + ("" if result.seed is None else f" · seed {result.seed}"),
         )
     ]
     if result.rows:
@@ -30,15 +33,33 @@ def render_derivatives(result: DerivativeResult) -> RenderableType:
     for name, text in result.derivatives.items():
         k = result.kind.split()[-1]
         parts.append(Text(f"SymPy: d^{k} out / d{name}^{k} = {text}"))
+    causes: dict[str, list[str]] = {}
+    for b in result.blocks:
+        if b.cause is not None:
+            causes.setdefault(MARK_OF[b.verdict] + " " + cause_text(b.cause), []).append(b.key)
+    for line, keys in causes.items():
+        style = STYLES[line[0]].split()[-1]
+        parts.append(Text(f"{line[0]} {', '.join(keys)}: {line[2:]}", style=style))
     parts += [Text(f"note: {n}", style="yellow") for n in result.notes]
     who = "the numeric check" if result.expected_by == "numeric" else "SymPy"
     if any(b.numeric_agree is not None for b in result.blocks):
         who = "SymPy, and the numeric check,"
-    if result.agree:
-        parts.append(Text(f"{OK} autograd and {who} agree", style="bold green"))
+    verdict = result.verdict
+    mark_ = MARK_OF[verdict]
+    if verdict == AGREE:
+        parts.append(Text(f"{mark_} autograd and {who} agree", style=STYLES[mark_]))
+    elif verdict == ROUNDING:
+        strict = "; --strict counts it as a disagreement" if result.strict else ""
+        parts.append(
+            Text(
+                f"{mark_} autograd and {who} agree within {result.dtype} rounding (bound "
+                f"{result.rounding_bound:.2g} relative; float64 agrees){strict}",
+                style=STYLES[mark_],
+            )
+        )
     else:
         failing = ", ".join(b.key for b in result.blocks if not b.all_agree)
-        parts.append(Text(f"{BAD} autograd and {who} disagree: {failing}", style="bold red"))
+        parts.append(Text(f"{mark_} autograd and {who} disagree: {failing}", style=STYLES[mark_]))
     return Group(*parts)
 
 
@@ -76,7 +97,7 @@ def _blocks(result: DerivativeResult) -> Table:
         cells.append(format_array(b.expected))
         if numeric:
             cells.append(format_array(b.numeric))
-        check = mark(b.all_agree)
+        check = mark(b.final_verdict)
         if b.cross_agree is False:
             check.append(" (functional differs)")
         cells += [error_text(b.max_abs_error), check]

@@ -43,8 +43,9 @@ def render_graph(graph: Graph) -> Group:
                 children.append((nodes[target], branch.add(_label(nodes[target]))))
         stack.extend(reversed(children))
     count = f"{len(graph.nodes)} node" + ("" if len(graph.nodes) == 1 else "s")
+    seed = "" if graph.seed is None else f" (seed {graph.seed})"
     title = Text(
-        f"backward graph of {graph.output}: {count}, walked from the top by backward()",
+        f"backward graph of {graph.output}: {count}, walked from the top by backward(){seed}",
         style="bold",
     )
     return Group(title, tree)

@@ -6,8 +6,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from autogradcli.render_cells import BAD, OK, error_text, format_array, mark
-from autogradcli.result import GradResult
+from autogradcli.messages import cause_text
+from autogradcli.render_cells import MARK_OF, STYLES, error_text, format_array, mark
+from autogradcli.result import GradResult, Suggestion
+from autogradcli.verdict import AGREE, ROUNDING
 
 
 def render(result: GradResult) -> Group:
@@ -31,11 +33,9 @@ def render(result: GradResult) -> Group:
             parts.append(
                 Text(f"chain rule: {_short(var.chain)}, expanded: {_short(var.derivative or '')}")
             )
-    if result.output_rounding:
-        parts.append(Text(f"output: {result.output_rounding}", style="yellow"))
+    parts += _causes(result)
+    parts += [_suggestion(s, result.dtype) for s in result.suggestions]
     for var in result.variables.values():
-        if var.rounding:
-            parts.append(Text(f"{var.name}: {var.rounding}", style="yellow"))
         for note in var.notes:
             parts.append(Text(f"note ({var.name}): {note}", style="yellow"))
     for note in result.notes:
@@ -70,7 +70,7 @@ def _output_table(result: GradResult) -> Table:
         format_array(result.output),
         format_array(result.output_expected),
         error_text(result.output_max_abs_error),
-        mark(result.output_agree),
+        mark(result.output_verdict),
     )
     return table
 
@@ -88,9 +88,11 @@ def _gradient_table(result: GradResult) -> Table:
             cells = [v.name, format_array(v.value), format_array(v.grad), format_array(v.expected)]
             if numeric:
                 cells.append(format_array(v.numeric))
-            check = mark(v.agree)
-            if v.numeric_agree is not None:
-                check = Text.assemble(mark(v.agree), " SymPy\n", mark(v.numeric_agree), " numeric")
+            check = mark(v.verdict)
+            if v.numeric_verdict is not None:
+                check = Text.assemble(
+                    mark(v.verdict), " SymPy\n", mark(v.numeric_verdict), " numeric"
+                )
             cells += [_short(v.derivative or "—"), error_text(v.max_abs_error), check]
             table.add_row(*cells)
         else:
@@ -116,7 +118,7 @@ def _passes_table(result: GradResult) -> Table:
         cells = [str(p.index)]
         for name in names:
             cells += [format_array(p.grads[name]), format_array(p.expected[name])]
-        table.add_row(*cells, mark(p.agree))
+        table.add_row(*cells, mark(p.verdict))
     return table
 
 
@@ -129,16 +131,59 @@ def _short(text: str) -> str:
     return f"{text[:MAX_SHOWN]}… ({len(text)} characters; all of it in --json)"
 
 
+def _causes(result: GradResult) -> list[Text]:
+    """One line per distinct cause: what makes a check ≈ or ✗, in its colour."""
+    lines: dict[str, Text] = {}
+    pairs = [("output", result.output_verdict, result.output_cause)]
+    pairs += [(n, v.verdict, v.cause) for n, v in result.variables.items()]
+    for name, verdict, cause in pairs:
+        if cause is None or verdict is None:
+            continue
+        sentence = cause_text(cause)
+        if sentence in lines:
+            lines[sentence].append(f" (also {name})")
+            continue
+        symbol = MARK_OF[verdict]
+        lines[sentence] = Text(f"{symbol} {name}: {sentence}", style=STYLES[symbol].split()[-1])
+    return list(lines.values())
+
+
+def _suggestion(suggestion: Suggestion, dtype: str) -> Text:
+    """A stable form and what its re-run in the same dtype gave."""
+    pairs = ", ".join(f"{new} for {old}" for old, new in suggestion.replaced)
+    grads = ", ".join(f"{n}.grad = {format_array(g)}" for n, g in suggestion.grads.items())
+    if suggestion.confirmed:
+        return Text(
+            f"suggestion: write {pairs}: re-run in {dtype}, it agrees ({grads})", style="green"
+        )
+    why = "" if suggestion.cause is None else f": {cause_text(suggestion.cause)}"
+    return Text(
+        f"tried {pairs}: re-run in {dtype}, it does not agree either ({grads}){why}; "
+        "no stable form to suggest",
+        style="yellow",
+    )
+
+
 def _verdict(result: GradResult) -> Text:
-    numeric = any(v.numeric_agree is not None for v in result.variables.values())
+    numeric = any(v.numeric_verdict is not None for v in result.variables.values())
     who = "SymPy, and the numeric check," if numeric else result.expected_by
     if result.expected_by == "numeric":
         who = "the numeric check"
-    if result.agree:
-        return Text(f"{OK} autograd and {who} agree", style="bold green")
-    failing = [n for n, v in result.variables.items() if v.agree is False]
-    failing += [f"{n} (numeric)" for n, v in result.variables.items() if v.numeric_agree is False]
-    if not result.output_agree:
+    verdict = result.verdict
+    if verdict == AGREE:
+        return Text(f"{MARK_OF[AGREE]} autograd and {who} agree", style=STYLES[MARK_OF[AGREE]])
+    if verdict == ROUNDING:
+        strict = "; --strict counts it as a disagreement" if result.strict else ""
+        return Text(
+            f"{MARK_OF[ROUNDING]} autograd and {who} agree within {result.dtype} rounding "
+            f"(bound {result.rounding_bound:.2g} relative; float64 agrees){strict}",
+            style=STYLES[MARK_OF[ROUNDING]],
+        )
+    failing = [n for n, v in result.variables.items() if v.verdict == "disagree"]
+    failing += [
+        f"{n} (numeric)" for n, v in result.variables.items() if v.numeric_verdict == "disagree"
+    ]
+    if result.output_verdict == "disagree":
         failing.insert(0, "output")
     failing += [f"tensor {t.name}" for t in result.tensors or () if t.agree is False]
     if result.explanation is not None:
@@ -147,7 +192,7 @@ def _verdict(result: GradResult) -> Text:
         ]
         failing += [f"Jᵀw for {v.name}" for v in result.explanation.vjp if not v.agree]
     what = ", ".join(failing) or "a pass"
-    return Text(f"{BAD} autograd and {who} disagree: {what}", style="bold red")
+    return Text(f"{MARK_OF['disagree']} autograd and {who} disagree: {what}", style="bold red")
 
 
 def print_result(result: GradResult, console: Console | None = None) -> None:

@@ -7,6 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from autogradcli.compare import Comparison
+from autogradcli.messages import cause_text
+from autogradcli.verdict import AGREE, DISAGREE, ROUNDING, Cause, passes, worst
+
+
+def cause_dict(cause: Cause | None) -> dict[str, Any] | None:
+    """A cause for JSON: its code, its numbers, and the sentence."""
+    return None if cause is None else {**cause.to_dict(), "message": cause_text(cause)}
+
 
 @dataclass
 class VariableResult:
@@ -25,7 +34,14 @@ class VariableResult:
     numeric: np.ndarray | None = None  # central differences in float64 (--numeric)
     numeric_max_abs_error: float | None = None
     numeric_agree: bool | None = None
-    rounding: str | None = None  # a low-precision mismatch that float64 does not have
+    verdict: str | None = None  # agree, rounding or disagree (verdict.py); None: not checked
+    cause: Cause | None = None  # why it is rounding or disagree
+    numeric_verdict: str | None = None
+
+    @property
+    def rounding(self) -> str | None:
+        """The sentence for a ≈ verdict."""
+        return cause_text(self.cause) if self.verdict == ROUNDING and self.cause else None
 
 
 @dataclass
@@ -76,7 +92,38 @@ class PassResult:
     index: int
     grads: dict[str, np.ndarray]
     expected: dict[str, np.ndarray]
-    agree: bool
+    verdict: str
+
+    @property
+    def agree(self) -> bool:
+        return self.verdict != DISAGREE
+
+
+@dataclass
+class Suggestion:
+    """A stable form of the expression (``replaced``: pattern and replacement pairs) and
+    what its re-run gave; it is a suggestion only when ``confirmed`` (the re-run agrees)."""
+
+    replaced: list[tuple[str, str]]
+    expression: str
+    verdict: str
+    confirmed: bool
+    output: np.ndarray
+    grads: dict[str, np.ndarray]
+    cause: Cause | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "replace": [{"pattern": a, "with": b} for a, b in self.replaced],
+            "expression": self.expression,
+            "confirmed": self.confirmed,
+            "rerun": {
+                "verdict": self.verdict,
+                "output": plain(self.output),
+                "grads": {n: plain(g) for n, g in self.grads.items()},
+                "cause": cause_dict(self.cause),
+            },
+        }
 
 
 @dataclass
@@ -103,17 +150,48 @@ class GradResult:
     tensors: list[TensorResult] | None = None
     explanation: Explanation | None = None
     expected_by: str = "SymPy"  # or "numeric" when SymPy's exact check was not available
-    output_rounding: str | None = None
+    output_verdict: str = AGREE
+    output_cause: Cause | None = None
+    rounding_bound: float = 0.0  # the relative part of the rounding bound (verdict.py)
+    strict: bool = False  # a ≈ verdict fails ``agree``
+    suggestions: list[Suggestion] = field(default_factory=list)
+
+    @property
+    def output_rounding(self) -> str | None:
+        """The sentence for a ≈ verdict of the output."""
+        if self.output_verdict == ROUNDING and self.output_cause is not None:
+            return cause_text(self.output_cause)
+        return None
+
+    @property
+    def verdict(self) -> str:
+        """agree, rounding or disagree: the worst of every check (verdict.py)."""
+        checks = [self.output_verdict, *(p.verdict for p in self.passes)]
+        checks += [v.verdict for v in self.variables.values()]
+        checks += [v.numeric_verdict for v in self.variables.values()]
+        booleans = [t.agree for t in self.tensors or ()]
+        booleans += [] if self.explanation is None else [self.explanation.agree]
+        checks += [DISAGREE for b in booleans if b is False]
+        return worst(checks)
 
     @property
     def agree(self) -> bool:
-        checks = [self.output_agree, *(p.agree for p in self.passes)]
-        checks += [v.agree for v in self.variables.values() if v.agree is not None]
-        checks += [v.numeric_agree for v in self.variables.values() if v.numeric_agree is not None]
-        checks += [t.agree for t in self.tensors or () if t.agree is not None]
-        if self.explanation is not None:
-            checks.append(self.explanation.agree)
-        return all(checks)
+        """Whether the exit code is 0: agree, or rounding unless ``strict``."""
+        return passes(self.verdict, self.strict)
+
+    def causes(self) -> list[Cause]:
+        """The causes of the output's and each variable's verdict, in that order."""
+        found = [self.output_cause, *(v.cause for v in self.variables.values())]
+        return [c for c in found if c is not None]
+
+    def first_cause(self) -> Cause | None:
+        """The cause behind the overall verdict: the first disagreement's, else the first."""
+        pairs = [(self.output_verdict, self.output_cause)]
+        pairs += [(v.verdict, v.cause) for v in self.variables.values()]
+        for verdict, cause in pairs:
+            if verdict == self.verdict and cause is not None:
+                return cause
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; arrays become numbers or nested lists (non-finite stay floats)."""
@@ -131,6 +209,8 @@ class GradResult:
                 "shape": list(self.output.shape),
                 "max_abs_error": self.output_max_abs_error,
                 "agree": self.output_agree,
+                "verdict": self.output_verdict,
+                "cause": cause_dict(self.output_cause),
                 "rounding": self.output_rounding,
             },
             "weights": None if self.weights is None else plain(self.weights),
@@ -148,6 +228,9 @@ class GradResult:
                     "numeric": _maybe(v.numeric),
                     "numeric_max_abs_error": v.numeric_max_abs_error,
                     "numeric_agree": v.numeric_agree,
+                    "verdict": v.verdict,
+                    "cause": cause_dict(v.cause),
+                    "numeric_verdict": v.numeric_verdict,
                     "rounding": v.rounding,
                     "notes": v.notes,
                 }
@@ -160,6 +243,7 @@ class GradResult:
                     "grads": {n: plain(g) for n, g in p.grads.items()},
                     "expected": {n: plain(g) for n, g in p.expected.items()},
                     "agree": p.agree,
+                    "verdict": p.verdict,
                 }
                 for p in self.passes
             ],
@@ -168,6 +252,11 @@ class GradResult:
             else {t.name: t.to_dict() for t in self.tensors},
             "explain": None if self.explanation is None else self.explanation.to_dict(),
             "notes": self.notes,
+            "suggestions": [x.to_dict() for x in self.suggestions],
+            "rounding_bound": self.rounding_bound,
+            "strict": self.strict,
+            "verdict": self.verdict,
+            "cause": cause_dict(self.first_cause()),
             "agree": self.agree,
         }
 
@@ -287,16 +376,32 @@ class Block:
     cross_name: str
     expected: np.ndarray  # SymPy's (or numeric, see DerivativeResult.expected_by)
     max_abs_error: float
-    agree: bool = True
     cross_agree: bool | None = None
     excluded: int = 0
     numeric: np.ndarray | None = None
     numeric_agree: bool | None = None
-    rounding: str | None = None  # a low-precision mismatch that float64 does not have
+    check: Comparison | None = None
+    verdict: str = AGREE
+    cause: Cause | None = None
+    kink_codes: set[str] = field(default_factory=set)
+
+    @property
+    def agree(self) -> bool:
+        return self.verdict != DISAGREE
+
+    @property
+    def final_verdict(self) -> str:
+        """The block's verdict with its cross-check and numeric check counted in."""
+        others = [DISAGREE for c in (self.cross_agree, self.numeric_agree) if c is False]
+        return worst([self.verdict, *others])
 
     @property
     def all_agree(self) -> bool:
-        return self.agree and self.cross_agree is not False and self.numeric_agree is not False
+        return self.final_verdict != DISAGREE
+
+    @property
+    def rounding(self) -> str | None:
+        return cause_text(self.cause) if self.verdict == ROUNDING and self.cause else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -311,6 +416,8 @@ class Block:
             "numeric": _maybe(self.numeric),
             "numeric_agree": self.numeric_agree,
             "rounding": self.rounding,
+            "verdict": self.final_verdict,
+            "cause": cause_dict(self.cause),
             "agree": self.all_agree,
         }
 
@@ -348,10 +455,20 @@ class DerivativeResult:
     notes: list[str] = field(default_factory=list)
     expected_by: str = "SymPy"
     derivatives: dict[str, str] = field(default_factory=dict)
+    rounding_bound: float = 0.0
+    strict: bool = False
+    seed: int | None = None
+
+    @property
+    def verdict(self) -> str:
+        return worst(b.final_verdict for b in self.blocks)
 
     @property
     def agree(self) -> bool:
-        return all(b.all_agree for b in self.blocks)
+        return passes(self.verdict, self.strict)
+
+    def first_cause(self) -> Cause | None:
+        return next((b.cause for b in self.blocks if b.final_verdict == self.verdict), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -367,5 +484,10 @@ class DerivativeResult:
             "derivatives": self.derivatives or None,
             "rows": [r.to_dict() for r in self.rows],
             "notes": self.notes,
+            "seed": self.seed,
+            "rounding_bound": self.rounding_bound,
+            "strict": self.strict,
+            "verdict": self.verdict,
+            "cause": cause_dict(self.first_cause()),
             "agree": self.agree,
         }

@@ -126,7 +126,7 @@ class SymbolicModel:
         """SymPy's partial derivative of one block, cached."""
         key = (id(block), symbol)
         if key not in self._derivatives:
-            self._derivatives[key] = sp.diff(block.expr, symbol)
+            self._derivatives[key] = diff(block.expr, symbol)
         return self._derivatives[key]
 
     def derivative_text(self, name: str) -> str:
@@ -152,23 +152,25 @@ class SymbolicModel:
         inner = self.reductions[reduction].expr.free_symbols
         return symbol in inner or any(self._uses(r, symbol) for r in inner if r in self.reductions)
 
-    def value(
-        self, node: Node, values: dict[str, np.ndarray], arith: Arith | None = None
-    ) -> np.ndarray:
-        """SymPy's value of any subtree (a step, an operation) at ``values``: precise
-        (see ``evaluate.reference``), or in ``arith``."""
+    def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
+        """SymPy's value of any subtree (a step, an operation) at ``values``, precise (see
+        ``evaluate.reference``), as float64."""
+        return self.value_range(node, values)[0]
+
+    def value_range(
+        self, node: Node, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``value``, and where it is finite but past float64's range (shown as ±inf)."""
         expr = self._build(node)
         shape = infer_shape(node, self.shapes, self.limits)
 
-        def compute(arith: Arith) -> np.ndarray:
+        def compute(arith: Arith) -> tuple[np.ndarray, np.ndarray]:
             env = {self.symbols[n]: arith.array(v) for n, v in values.items()}
             self._reduce_all(expr, env, arith)
-            result = np.broadcast_to(evaluate(expr, env, arith), shape)
-            return arith.floats(result)
+            return in_range(arith, np.broadcast_to(evaluate(expr, env, arith), shape))
 
-        if arith is not None:
-            return compute(arith)
-        return reference(compute, self._size(values, shape), close_floats)
+        size = self._size(values, shape)
+        return reference(compute, size, lambda a, b: close_floats(a[0], b[0]))
 
     def _size(self, values: dict[str, np.ndarray], *shapes: Shape) -> int:
         sizes = [np.size(v) for v in values.values()] + [math.prod(s) for s in shapes]
@@ -306,6 +308,33 @@ class SymbolicModel:
         return found
 
 
+def diff(expr: sp.Expr, symbol: sp.Symbol, order: int = 1) -> sp.Expr:
+    """``sympy.diff``, with SymPy's ``u/sign(u)`` for ``Abs(u)`` written back as ``Abs(u)``
+    (the same number where u != 0; at u = 0 it is 0 where the quotient is 0/0)."""
+    return abs_form(sp.diff(expr, symbol, order))
+
+
+def abs_form(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with each product ``u * sign(u)**-1`` written as ``Abs(u)``."""
+
+    def split(product: sp.Expr) -> tuple[sp.Expr, list[sp.Expr]] | None:
+        factors = list(product.args)
+        for factor in product.args:
+            if factor.is_Pow and isinstance(factor.base, sp.sign) and factor.exp == -1:
+                inner = list(sp.Mul.make_args(factor.base.args[0]))
+                rest = [f for f in factors if f is not factor]
+                if all(f in rest for f in inner):
+                    for f in inner:
+                        rest.remove(f)
+                    return factor.base.args[0], rest
+        return None
+
+    return expr.replace(
+        lambda e: e.is_Mul and split(e) is not None,
+        lambda e: sp.Mul(sp.Abs(split(e)[0]), *split(e)[1]),  # type: ignore[index]
+    )
+
+
 def reduce_to_shape(array: np.ndarray, shape: Shape, ufunc: np.ufunc = np.add) -> np.ndarray:
     """Sum (or OR) a broadcast result back to the shape of the input it came from."""
     array = np.asarray(array)
@@ -383,20 +412,23 @@ def expected_from(
     """An ``Expected`` of float64 arrays from numbers in ``arith`` (values past float64's
     range become ±inf and are marked ``huge``)."""
 
-    def huge(values: Any, floats: np.ndarray) -> np.ndarray:
-        return arith.isfinite(values) & ~np.isfinite(floats)
-
-    out = np.array(arith.floats(output), dtype=np.float64)
-    floats = {n: np.array(arith.floats(g), dtype=np.float64) for n, g in grads.items()}
+    out, out_huge = in_range(arith, output)
+    ranged = {n: in_range(arith, g) for n, g in grads.items()}
     return Expected(
         output=out,
-        grads=floats,
+        grads={n: r[0] for n, r in ranged.items()},
         kinks=kinks,
         kink_notes=notes,
-        output_huge=huge(output, out),
-        huge={n: huge(g, floats[n]) for n, g in grads.items()},
+        output_huge=out_huge,
+        huge={n: r[1] for n, r in ranged.items()},
         arithmetic=arith.name,
     )
+
+
+def in_range(arith: Arith, values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` as float64, and where they are finite but past float64's range."""
+    floats = np.array(arith.floats(values), dtype=np.float64)
+    return floats, np.asarray(arith.isfinite(values) & ~np.isfinite(floats), dtype=bool)
 
 
 class SympyTimeout(ComputationError):

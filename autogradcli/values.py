@@ -72,7 +72,7 @@ def read_value(spec: Any, limits: Limits, random: RandomSource | None = None) ->
     if hasattr(spec, "detach"):  # a torch tensor given through the Python API
         import torch
 
-        spec = spec.detach().to("cpu", torch.float64).numpy()
+        spec = spec.detach().to("cpu", torch.float64, copy=True).numpy()
     return _as_array(spec, limits)
 
 
@@ -281,7 +281,7 @@ def _load_pt(path: Path, limits: Limits) -> np.ndarray:
     if data.is_complex() or data.dtype == torch.bool:
         raise ValueSpecError(f"'@{path}' holds a {data.dtype} tensor; give a real-valued one")
     check_elements(tuple(data.shape), limits)
-    return data.to(torch.float64).numpy()
+    return data.to(torch.float64, copy=True).numpy()
 
 
 def _load_csv(path: Path, limits: Limits) -> np.ndarray:

@@ -22,9 +22,10 @@ class Function:
     torch: Callable[[Any, Any], Any]
     sympy: Callable[[Any, Any], Any]
     note: str = ""
+    kink: str = ""  # the point where it is not differentiable, as SymPy sees it
 
 
-def _entry(name: str, sympy_name: str | None = None, note: str = "") -> Function:
+def _entry(name: str, sympy_name: str | None = None, note: str = "", kink: str = "") -> Function:
     """A function that has the same shape of call in torch and SymPy."""
     sympy_attr = sympy_name or name
     return Function(
@@ -32,6 +33,7 @@ def _entry(name: str, sympy_name: str | None = None, note: str = "") -> Function
         torch=lambda torch, a: getattr(torch, name)(a),
         sympy=lambda sympy, a: getattr(sympy, sympy_attr)(a),
         note=note,
+        kink=kink,
     )
 
 
@@ -63,12 +65,7 @@ FUNCTIONS: dict[str, Function] = {
             sympy=lambda sympy, a: sympy.log(a, 10),
         ),
         _entry("sqrt", note="sqrt'(0) is infinite"),
-        _entry(
-            "abs",
-            "Abs",
-            note="abs'(0) is undefined; PyTorch uses 0 (the minimum-norm subgradient), "
-            "as does SymPy's sign(0)",
-        ),
+        _entry("abs", "Abs", kink="abs'(0) is undefined (SymPy's sign(0) is 0)"),
         Function(
             "sigmoid",
             torch=lambda torch, a: torch.sigmoid(a),
@@ -78,7 +75,31 @@ FUNCTIONS: dict[str, Function] = {
             "relu",
             torch=lambda torch, a: torch.relu(a),
             sympy=lambda sympy, a: sympy.Max(0, a),
-            note="relu'(0) is undefined; PyTorch uses 0, SymPy's Heaviside(0) is 1/2",
+            kink="relu'(0) is undefined (SymPy's Heaviside(0) is 1/2)",
+        ),
+        Function(
+            "log1p",
+            torch=lambda torch, a: torch.log1p(a),
+            sympy=lambda sympy, a: sympy.log(1 + a),
+            note="log(1 + x), accurate for small x",
+        ),
+        Function(
+            "expm1",
+            torch=lambda torch, a: torch.expm1(a),
+            sympy=lambda sympy, a: sympy.exp(a) - 1,
+            note="exp(x) - 1, accurate for small x",
+        ),
+        Function(
+            "softplus",
+            torch=lambda torch, a: torch.nn.functional.softplus(a),
+            sympy=lambda sympy, a: sympy.log(1 + sympy.exp(a)),
+            note="log(1 + exp(x)); PyTorch returns x itself past x = 20",
+        ),
+        Function(
+            "logsigmoid",
+            torch=lambda torch, a: torch.nn.functional.logsigmoid(a),
+            sympy=lambda sympy, a: -sympy.log(1 + sympy.exp(-a)),
+            note="log(sigmoid(x)), without rounding sigmoid(x) to 0 or 1 first",
         ),
     )
 }
@@ -100,6 +121,7 @@ class TensorFunction:
     dim: str = "none"
     arity: int = 1
     note: str = ""
+    kink: str = ""
 
 
 def _sum(sp: Any, np: Any, a: Any, b: Any, dim: int | None) -> Any:
@@ -163,9 +185,7 @@ TENSOR_FUNCTIONS: dict[str, TensorFunction] = {
             ),
             components=_fold("Max"),
             dim="optional",
-            note="at a tie max is not differentiable; PyTorch splits the gradient evenly "
-            "between tied elements for max(x), and gives it all to the one index it returns "
-            "for max(x, dim)",
+            kink="max is not differentiable at a tie",
         ),
         TensorFunction(
             "min",
@@ -174,9 +194,7 @@ TENSOR_FUNCTIONS: dict[str, TensorFunction] = {
             ),
             components=_fold("Min"),
             dim="optional",
-            note="at a tie min is not differentiable; PyTorch splits the gradient evenly "
-            "between tied elements for min(x), and gives it all to the one index it returns "
-            "for min(x, dim)",
+            kink="min is not differentiable at a tie",
         ),
         TensorFunction(
             "softmax",
@@ -200,7 +218,8 @@ TENSOR_FUNCTIONS: dict[str, TensorFunction] = {
             "norm",
             torch=lambda torch, a, b, dim: torch.linalg.vector_norm(a),
             components=lambda sp, np, a, b, dim: np.array(sp.sqrt(np.sum(a * a)), dtype=object),
-            note="the 2-norm of all elements; at 0 it is not differentiable and PyTorch uses 0",
+            note="the 2-norm of all elements",
+            kink="norm is not differentiable at the zero vector",
         ),
         TensorFunction(
             "dot",
@@ -230,13 +249,18 @@ CONSTANTS: dict[str, tuple[float, str]] = {
     "e": (math.e, "E"),
 }
 
-# Which vocabulary function a jump in a SymPy derivative comes from: SymPy class name -> note.
-KINKS: dict[str, str] = {
-    "Heaviside": FUNCTIONS["relu"].note,
-    "sign": FUNCTIONS["abs"].note,
-    "DiracDelta": "the second derivative at a kink (relu or abs at 0, max or min at a tie) is "
-    "undefined (a jump in the first); PyTorch uses 0",
+# Non-differentiable points by code: what SymPy knows of them. What PyTorch gives there is
+# read from its .grad and shown beside (see messages.kink_note).
+KINK_POINTS: dict[str, str] = {
+    **{f.name: f.kink for f in FUNCTIONS.values() if f.kink},
+    **{f.name: f.kink for f in TENSOR_FUNCTIONS.values() if f.kink},
+    "second": "the second derivative at a kink (relu or abs at 0, max or min at a tie) is "
+    "undefined (a jump in the first)",
+    "zero_over_zero": "the derivative is 0/0 here (undefined)",
 }
+
+# Which kink a jump function in a SymPy derivative stands for: SymPy class name -> code.
+KINKS: dict[str, str] = {"Heaviside": "relu", "sign": "abs", "DiracDelta": "second"}
 
 
 # Functions of the language with a kink (a jump in the first derivative): abs and relu at 0,

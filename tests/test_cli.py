@@ -210,10 +210,7 @@ def test_disagreement_exits_1_and_says_so(wrong_sin):
     run = cli("grad", "sin(x)", "--x", "1")
     assert run.exit_code == 1
     assert "✗ autograd and SymPy disagree: x" in run.stdout
-    assert (
-        "note (x): float64 disagrees too (max abs error 0.54): a real mismatch, not rounding"
-        in run.stdout
-    )
+    assert "✗ x: a real mismatch: float64 disagrees too (max abs error 0.540302)" in run.stdout
 
 
 def test_disagreement_in_json(wrong_sin):
@@ -223,6 +220,7 @@ def test_disagreement_in_json(wrong_sin):
     assert doc["agree"] is False
     assert doc["variables"]["x"]["agree"] is False
     assert doc["variables"]["x"]["rounding"] is None
+    assert (doc["verdict"], doc["cause"]["code"]) == ("disagree", "mismatch")
 
 
 def test_float32_rounding_is_named_and_is_not_a_disagreement():
@@ -231,16 +229,32 @@ def test_float32_rounding_is_named_and_is_not_a_disagreement():
     run = cli("grad", "sin(x)", "--x", "1", "--rtol", "0", "--atol", "0", "--json")
     assert run.exit_code == 0
     doc = run.json()
-    assert doc["variables"]["x"]["rounding"].startswith("rounding: float32 error of 3.03e-08")
-    assert doc["output"]["rounding"].startswith("rounding: float32 error of")
-    assert doc["agree"] is True
+    assert doc["variables"]["x"]["rounding"] == (
+        "within float32 rounding: error 3.03478e-08 (5.61682e-08 relative, bound 2.38419e-07); "
+        "float64 agrees (error 0)"
+    )
+    assert doc["output"]["rounding"].startswith("within float32 rounding: error")
+    assert (doc["verdict"], doc["cause"]["code"], doc["agree"]) == ("rounding", "rounding", True)
+
+
+def test_strict_makes_rounding_exit_1():
+    run = cli("grad", "sin(x)", "--x", "1", "--rtol", "0", "--atol", "0", "--strict", "--json")
+    doc = run.json()
+    assert (run.exit_code, doc["verdict"], doc["strict"], doc["agree"]) == (
+        1,
+        "rounding",
+        True,
+        False,
+    )
 
 
 def test_float32_overflow_is_named():
-    doc = grad_json("exp(x)", "--x", "100")
-    assert doc["variables"]["x"]["rounding"] == (
-        "overflow: float32 holds numbers up to 3.4e+38 and gave inf/NaN here; float64 agrees "
-        "(error 0)"
+    run = cli("grad", "exp(x)", "--x", "100", "--json")
+    doc = run.json()
+    assert run.exit_code == 1
+    assert doc["variables"]["x"]["cause"]["message"] == (
+        "overflow: exp(x) reaches 2.68812e+43, past float32's largest number 3.40282e+38, so "
+        "float32 gives inf"
     )
     assert doc["variables"]["x"]["grad"] == "Infinity"
 
@@ -303,7 +317,9 @@ def test_rich_report_shows_weights_and_notes():
     run = cli("grad", "relu(x)", "--x", "[-1,0,2]", "--weights", "ones")
     assert run.exit_code == 0
     assert "external gradient (--weights): [1, 1, 1]" in run.stdout
-    assert "relu'(0) is undefined; PyTorch uses 0, SymPy's Heaviside(0) is 1/2" in run.stdout
+    assert "relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); PyTorch's value there: 0;" in (
+        " ".join(run.stdout.split())
+    )
 
 
 def test_no_closed_form_from_sympy_falls_back_to_the_numeric_check(monkeypatch):

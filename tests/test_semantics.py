@@ -105,7 +105,7 @@ def test_relu_at_zero_is_explained_not_a_disagreement():
     assert x["expected"] == [0.0, 0.5, 1.0]
     assert x["agree"] is True
     assert x["notes"] == [
-        "relu'(0) is undefined; PyTorch uses 0, SymPy's Heaviside(0) is 1/2; "
+        "relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); PyTorch's value there: 0; "
         "1 element(s) at that point are left out of the check"
     ]
 
@@ -113,7 +113,7 @@ def test_relu_at_zero_is_explained_not_a_disagreement():
 def test_abs_at_zero_agrees_and_is_noted():
     x = grad_json("abs(x)", "--x", "[0.0, -2]", "--weights", "ones")["variables"]["x"]
     assert x["grad"] == [0.0, -1.0] and x["expected"] == [0.0, -1.0]
-    assert x["notes"][0].startswith("abs'(0) is undefined; PyTorch uses 0")
+    assert x["notes"][0].startswith("abs'(0) is undefined (SymPy's sign(0) is 0); PyTorch's value")
 
 
 def test_relu_kink_through_a_reduction_is_noted():

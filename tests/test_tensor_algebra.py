@@ -19,11 +19,14 @@ from hypothesis import strategies as st
 from tests.conftest import cli, grad_json
 
 F64 = ("--dtype", "float64")
-MAX_NOTE = (
-    "at a tie max is not differentiable; PyTorch splits the gradient evenly between tied "
-    "elements for max(x), and gives it all to the one index it returns for max(x, dim)"
-)
+MAX_NOTE = "max is not differentiable at a tie; PyTorch's value there: "
 MIN_NOTE = MAX_NOTE.replace("max", "min")
+
+
+def tie_note(func: str, values: str, tied: int) -> str:
+    """The note at a tie, with PyTorch's values there as printed (``%g``, comma separated)."""
+    start = MAX_NOTE if func == "max" else MIN_NOTE
+    return f"{start}{values}; {tied} element(s) at that point are left out of the check"
 
 
 def text(value: Any) -> str:
@@ -125,8 +128,8 @@ def test_max_min_over_all_elements_at_a_tie_split_evenly(expression, x, closed, 
     doc = run.json()
     var = doc["variables"]["x"]
     assert var["grad"] == pytest.approx(closed)  # PyTorch: 1/k to each of k tied elements
-    note = MAX_NOTE if expression.startswith("max") else MIN_NOTE
-    assert var["notes"] == [f"{note}; {tied} element(s) at that point are left out of the check"]
+    shown = f"{1 / tied:.6g}"  # the printed value at each tied element
+    assert var["notes"] == [tie_note(expression[:3], shown, tied)]
     assert var["agree"] is True and doc["agree"] is True
 
 
@@ -145,10 +148,7 @@ def test_max_min_along_a_dim_at_a_tie_give_all_to_one_index(func, dim):
     indices = getattr(torch, func)(torch.tensor(x), dim).indices
     one_hot = torch.zeros(x.shape, dtype=torch.float64).scatter_(dim, indices.unsqueeze(dim), 1.0)
     assert grad.tolist() == one_hot.tolist()
-    note = MAX_NOTE if func == "max" else MIN_NOTE
-    assert doc["variables"]["x"]["notes"] == [
-        f"{note}; 2 element(s) at that point are left out of the check"
-    ]
+    assert doc["variables"]["x"]["notes"] == [tie_note(func, "0, 1", 2)]
     assert doc["agree"] is True
 
 
@@ -164,7 +164,7 @@ def test_rich_note_at_a_tie():
     run = cli("grad", "max(x)", "--x", "[1.0, 3.0, 3.0]")
     assert run.exit_code == 0
     flat = " ".join(run.stdout.split())
-    assert f"note (x): {MAX_NOTE}; 2 element(s) at that point are left out of the check" in flat
+    assert f"note (x): {tie_note('max', '0.5', 2)}" in flat
     assert run.stdout.rstrip().endswith("✓ autograd and SymPy agree")
 
 
@@ -481,9 +481,8 @@ def test_the_input_cap_is_exact_at_256_elements_and_numeric_beyond():
          "'sum(x, 2)': dim 2 is out of range for shape [2] (use -1..0)"),
         (("sum(mean(x, -3))", "--x", "ones(2,2)"),
          "'mean(x, -3)': dim -3 is out of range for shape [2, 2] (use -2..1)"),
-        (("sum(x, 0)", "--x", "2.0"),
-         "'sum(x, 0)': 'x' is a single number; it has no dim (PyTorch would treat it as one "
-         "element); leave the dim out: sum(x)"),
+        (("sum(x, 1)", "--x", "2.0"),
+         "'sum(x, 1)': 'x' is a single number; its only dims are 0 and -1; write sum(x, 0)"),
         (("sum(softmax(x))", "--x", "[1.0, 2.0]"),
          "softmax() needs the dim to work along, e.g. softmax(x, 0)"),
         (("logsumexp(x)", "--x", "[1.0, 2.0]"),
@@ -542,7 +541,7 @@ def test_mse_gradient_equals_the_closed_form_for_any_small_shape(data, m, n):
 
 # --- edge points: kinks and overflow ----------------------------------------------------------
 
-NORM_NOTE = "the 2-norm of all elements; at 0 it is not differentiable and PyTorch uses 0"
+NORM_NOTE = "norm is not differentiable at the zero vector; PyTorch's value there: 0"
 
 
 def test_norm_at_zero_is_pytorchs_subgradient_zero_with_a_note():
