@@ -59,9 +59,10 @@ def _loss(data: Mapping[str, Any]) -> str:
     dtype, kind = data["dtype"], data.get("kind")
     if kind == "beyond_bound":
         return (
-            f"precision loss: {dtype}'s error of {number(data['error'])} "
-            f"({number(data['relative'])} relative) is more than its rounding can do here; "
-            f"float64 agrees (error {number(data['float64_error'])})"
+            f"precision loss in the backward pass (the forward values are right): {dtype}'s "
+            f"error of {number(data['error'])} ({number(data['relative'])} relative) is more "
+            f"than its rounding can do here; float64 agrees (error "
+            f"{number(data['float64_error'])})"
         )
     node = data["node"]
     value, exact = pair(data["value"], data["exact"])

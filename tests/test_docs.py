@@ -77,7 +77,7 @@ def test_ci_runs_exactly_the_readme_commands():
     for command in commands:
         assert command in ci.splitlines(), command
     assert "pytest" in commands[1] and "autograd-cli grad" in commands[0]
-    assert "-c constraints-cpu.txt" in readme
+    assert "-c constraints.txt" in readme
 
 
 def _table_commands() -> list[str]:
