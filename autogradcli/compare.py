@@ -49,21 +49,26 @@ def compare(
     bounds: tuple[np.ndarray, np.ndarray] | None = None,
     huge: np.ndarray | None = None,
     relative: float = 0.0,
+    unknown: np.ndarray | None = None,
 ) -> Comparison:
     """``|actual - expected| <= atol + rtol*|expected|`` elementwise; NaN equals NaN and
     an infinity equals the same infinity, except where ``huge`` marks a reference that is
     finite in exact arithmetic but past float64's range. Elements in ``exclude`` (points
-    where the derivative is undefined) are left out while autograd is finite there.
+    where the derivative is undefined) are left out while autograd is finite there; a NaN or
+    an infinity there is a failure. Elements in ``unknown`` (the reference has no number:
+    a numeric step outside the domain) are left out whatever autograd gives.
     ``bounds`` (low, high; NaN where there are none) accept an element that misses
     ``expected`` but lies between them within the same tolerance: the one-sided slopes where
     a numeric step crosses a kink. There the error is the distance from the interval."""
     actual, expected = np.broadcast_arrays(np.asarray(actual), np.asarray(expected))
     shape = actual.shape
-    kinks = np.zeros(shape, dtype=bool) if exclude is None else np.broadcast_to(exclude, shape)
-    huge = np.zeros(shape, dtype=bool) if huge is None else np.broadcast_to(huge, shape)
+    none = np.zeros(shape, dtype=bool)
+    kinks = none if exclude is None else np.broadcast_to(exclude, shape)
+    huge = none if huge is None else np.broadcast_to(huge, shape)
+    unknown = none if unknown is None else np.broadcast_to(unknown, shape)
     with np.errstate(all="ignore"):
         finite_reference = np.isfinite(expected) | huge
-        bad = ~np.isfinite(actual) & finite_reference
+        bad = ~np.isfinite(actual) & (finite_reference | kinks) & ~unknown
         close = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True) & ~bad
         same = ((actual == expected) | (np.isnan(actual) & np.isnan(expected))) & ~huge
         error = np.where(same, 0.0, np.abs(actual - expected))
@@ -74,7 +79,7 @@ def compare(
             between = ~close & ~bad & (actual >= low - slack) & (actual <= high + slack)
             outside = np.maximum(np.maximum(low - actual, actual - high), 0.0)
             error = np.where(between, outside, error)
-        excluded = kinks & ~bad
+        excluded = (kinks & ~bad) | unknown
         keep = ~excluded
         band = np.isclose(actual, expected, rtol=relative, atol=atol, equal_nan=True)
         relative_error = np.where(same, 0.0, error / np.abs(expected))

@@ -14,7 +14,8 @@ import numpy as np
 class Expected:
     """The reference's output value, each gradient, and where it is not ordinary.
 
-    ``kinks`` marks non-differentiable points (with ``kink_notes`` naming them);
+    ``kinks`` marks non-differentiable points (with ``kink_notes`` naming them); ``unknown``
+    marks elements the reference has no number for (a numeric step outside the domain);
     ``bounds`` (low, high; NaN where unused) are one-sided numeric slopes where a numeric
     step crosses a kink; ``huge`` marks values that are finite in exact arithmetic but
     past float64's range (shown as ±inf); ``arithmetic`` says how the numbers were made."""
@@ -23,11 +24,15 @@ class Expected:
     grads: dict[str, np.ndarray]
     kinks: dict[str, np.ndarray] = field(default_factory=dict)
     kink_notes: dict[str, set[str]] = field(default_factory=dict)
+    unknown: dict[str, np.ndarray] = field(default_factory=dict)
     output_excluded: np.ndarray | None = None  # output elements left out of the check
     bounds: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     output_huge: np.ndarray | None = None
     huge: dict[str, np.ndarray] = field(default_factory=dict)
     arithmetic: str = "float64"
+
+    def unknown_of(self, name: str) -> np.ndarray | None:
+        return self.unknown.get(name)
 
     def settled_with(self, other: Expected) -> bool:
         """The same float64 numbers (to 2 ulps) as ``other``: precision no longer matters."""

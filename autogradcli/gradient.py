@@ -494,19 +494,20 @@ class Judge:
             bounds,
             e.huge.get(name),
             self.relative,
+            e.unknown_of(name),
         )
 
     def numeric_check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
         assert self.numbers is not None
-        kinks = self.expected.kinks[name] | self.numbers.kinks[name]
         return compare(
             grads,
             scale * self.numbers.grads[name],
             max(self.rtol, NUMERIC.rtol),
             max(self.atol, NUMERIC.atol),
-            kinks,
+            self.expected.kinks[name],
             _bounds(self.numbers, name, scale),
             relative=self.relative,
+            unknown=self.numbers.unknown_of(name),
         )
 
     def float64(self) -> Float64Checks | None:
@@ -591,7 +592,9 @@ class Judge:
             e.kink_notes[name],
         )
         v.agree = v.verdict != DISAGREE
-        v.notes = _notes(e.kink_notes[name], check, v.expected, e.kinks[name])
+        unknown = e.unknown_of(name)
+        marked = e.kinks[name] if unknown is None else e.kinks[name] | unknown
+        v.notes = _notes(e.kink_notes[name], check, v.expected, marked)
         if check.bracketed:
             v.notes.append(_bracket_note(check.bracketed))
         if self.numbers is not None and self.model is not None:
@@ -600,7 +603,7 @@ class Judge:
             v.numeric_max_abs_error = numeric.max_abs_error
             v.numeric_verdict = self.settle(numeric, lambda f: f.numeric[name])
             v.numeric_agree = v.numeric_verdict != DISAGREE
-            off = int((self.numbers.kinks[name] & ~e.kinks[name]).sum())
+            off = int(self.numbers.unknown[name].sum())
             if off:
                 v.notes.append(f"numeric check: {POINTS['off_domain']}; {off} element(s) left out")
             if numeric.bracketed:
@@ -664,6 +667,7 @@ def float64_checks(run: Run, expected: Expected, numbers: Expected | None) -> Fl
             expected.kinks[name],
             _bounds(expected, name),
             expected.huge.get(name),
+            unknown=expected.unknown_of(name),
         )
         if numbers is not None:
             numeric[name] = compare(
@@ -671,8 +675,9 @@ def float64_checks(run: Run, expected: Expected, numbers: Expected | None) -> Fl
                 numbers.grads[name],
                 max(rtol, NUMERIC.rtol),
                 max(atol, NUMERIC.atol),
-                expected.kinks[name] | numbers.kinks[name],
+                expected.kinks[name],
                 _bounds(numbers, name),
+                unknown=numbers.unknown_of(name),
             )
     return Float64Checks(output, grads, numeric)
 
@@ -775,7 +780,7 @@ def _domain_edges(
     if not (defined and finite_inputs) or not any(m.any() for m in undefined.values()):
         return expected
     limits = numeric_check(run, bounds=True)
-    grads, kinks = dict(expected.grads), dict(expected.kinks)
+    grads, kinks, unknown = dict(expected.grads), dict(expected.kinks), dict(expected.unknown)
     kink_notes, bounds = dict(expected.kink_notes), dict(expected.bounds)
     for name, mask in undefined.items():
         if not mask.any():
@@ -783,8 +788,9 @@ def _domain_edges(
         low, _ = limits.bounds[name]
         across = mask & ~np.isnan(low)
         grads[name] = np.where(mask, np.broadcast_to(limits.grads[name], mask.shape), grads[name])
-        off = mask & limits.kinks[name]  # no limit from one side only: left out
-        kinks[name] = kinks[name] | off | across
+        off = mask & limits.unknown[name]  # no limit from one side only: left out
+        kinks[name] = kinks[name] | across
+        unknown[name] = unknown.get(name, np.zeros(mask.shape, bool)) | off
         kink_notes[name] = kink_notes[name] | ({"off_domain"} if off.any() else set())
         kink_notes[name] = kink_notes[name] | ({"one_sided"} if across.any() else set())
         notes.append(
@@ -792,7 +798,14 @@ def _domain_edges(
             "(a domain edge such as x**y at x = 0); there its limit, by central differences "
             "in float64, is the reference"
         )
-    return replace(expected, grads=grads, kinks=kinks, kink_notes=kink_notes, bounds=bounds)
+    return replace(
+        expected,
+        grads=grads,
+        kinks=kinks,
+        kink_notes=kink_notes,
+        bounds=bounds,
+        unknown=unknown,
+    )
 
 
 def exact_or_none(run: Run, notes: list[str], work: Callable[[], T]) -> T | None:
@@ -855,7 +868,8 @@ def numeric_check(run: Run, bounds: bool = False) -> Expected:
     for name in names:
         s = slopes[name]
         off = s.off_domain()
-        expected.kinks[name] = off
+        expected.kinks[name] = np.zeros(off.shape, dtype=bool)
+        expected.unknown[name] = off
         expected.kink_notes[name] = {"off_domain"} if off.any() else set()
         if kinked:
             across = s.across_kink() & ~off

@@ -51,7 +51,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import mpmath
 import numpy as np
@@ -930,7 +930,7 @@ TORCH_BINARY: dict[str, Callable[[Any, Any], Any]] = {
 class TorchEvaluation:
     """The tree in plain PyTorch (written here, not the tool's forward pass)."""
 
-    UNARY: dict[str, Callable[[Any], Any]] = {
+    UNARY: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "log2": lambda t: t.log2(),
         "log10": lambda t: t.log10(),
         "abs": lambda t: t.abs(),
@@ -1032,8 +1032,9 @@ def judge(case: Case, result: Any, truth: Oracle) -> Verdict:
             if problem:
                 verdict.add(problem, f"{where}: tool says {said}")
         if v.numeric_verdict is not None:
-            numeric = Numbers(np.asarray(v.grad, dtype=np.float64), case.repeat * want, touching,
-                              case.repeat * truth.left[name], case.repeat * truth.right[name])  # fmt: skip
+            k = case.repeat
+            numeric = Numbers(np.asarray(v.grad, dtype=np.float64), k * want, touching,
+                              k * truth.left[name], k * truth.right[name])  # fmt: skip
             problem = wrong_verdict(
                 v.numeric_verdict, numeric, max(rtol, NUMERIC_RTOL), max(atol, NUMERIC_ATOL),
                 bound, ok64,
