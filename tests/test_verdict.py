@@ -222,7 +222,8 @@ def test_relu_of_inf_minus_inf_gets_no_kink_note():
     ("expr", "values", "name", "text"),
     [
         ("abs(x)", {"x": 2}, "x", "sign(x)"),
-        ("abs(z/(2+sin(abs(x))))", {"x": 1, "z": 1}, "z", "sign(z/(sin(Abs(x)) + 2))/(sin(Abs(x)) + 2)"),
+        ("abs(z/(2+sin(abs(x))))", {"x": 1, "z": 1}, "z",
+         "sign(z/(sin(Abs(x)) + 2))/(sin(Abs(x)) + 2)"),
     ],
 )  # fmt: skip
 def test_the_derivative_text_of_abs_never_reads_u_over_sign_u(expr, values, name, text):
