@@ -30,6 +30,7 @@ from autogradcli.errors import (
 )
 from autogradcli.expression import Limits
 from autogradcli.render_json import error_document
+from autogradcli.vocabulary import FUNCTIONS
 
 USAGE_EXIT = 2
 
@@ -165,9 +166,9 @@ GRAD_EPILOG = (
 ExpressionArg = Annotated[
     str,
     typer.Argument(
-        help="Expression in Python syntax: + - * / ** (or ^) @, sin cos tan asin acos atan "
-        "sinh cosh tanh asinh acosh atanh exp log log2 log10 sqrt abs sigmoid relu, "
-        "sum mean prod max min (x or x, dim), softmax log_softmax logsumexp (x, dim), "
+        help="Expression in Python syntax: + - * / ** (or ^) @, "
+        + " ".join(FUNCTIONS)
+        + ", sum mean prod max min (x or x, dim), softmax log_softmax logsumexp (x, dim), "
         "norm(x), dot(a, b), T(A) or A.T, constants pi e; or a program of steps separated "
         'by ; or newlines, e.g. "y = x + 2; z = y*y*3; out = mean(z)".',
         show_default=False,

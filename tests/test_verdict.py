@@ -257,3 +257,29 @@ def test_jacobian_hessian_and_graph_report_the_seed_they_drew(args):
     unseeded = cli(*args[:-2], "--json").json()["seed"]
     assert isinstance(unseeded, int)
     assert cli(args[0], "sum(x*2)", "--x", "[1.0, 2.0]", "--json").json()["seed"] is None
+
+
+# --- the stable forms' functions ---------------------------------------------------------------
+
+NEW = [
+    # (name, PyTorch's function, closed form of the derivative)
+    ("log1p", lambda t, x: t.log1p(x), lambda x: 1 / (1 + x)),
+    ("expm1", lambda t, x: t.expm1(x), np.exp),
+    ("softplus", lambda t, x: t.nn.functional.softplus(x), lambda x: 1 / (1 + np.exp(-x))),
+    ("logsigmoid", lambda t, x: t.nn.functional.logsigmoid(x), lambda x: 1 / (1 + np.exp(x))),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "derivative"), NEW, ids=[n[0] for n in NEW])
+def test_new_functions_match_torch_and_their_closed_forms(name, fn, derivative):
+    import torch
+
+    points = [-0.5, -1e-6, 0.0, 0.5, 4.0, 30.0]
+    x = torch.tensor(points, dtype=torch.float64, requires_grad=True)
+    out = fn(torch, x)
+    out.sum().backward()
+    r = compute_gradient(f"{name}(x)", {"x": points}, weights="ones", dtype="float64", device="cpu")
+    assert np.array_equal(r.output, out.detach().numpy(), equal_nan=True)
+    assert np.array_equal(r.variables["x"].grad, x.grad.numpy(), equal_nan=True)
+    assert np.allclose(r.variables["x"].expected, derivative(np.array(points)), rtol=1e-12)
+    assert r.verdict == "agree"
