@@ -1,10 +1,39 @@
-"""Domain exceptions. The core raises them; only the CLI turns them into ``Error: ...``."""
+"""Domain exceptions: a stable ``code`` and the numbers and names behind it.
+
+The core raises them and never writes their sentences: ``str(error)`` asks
+``render.messages`` for the sentence in the Python API's words (parameters such as
+``repeat=2``); the CLI asks for the same sentence with its flags (``--repeat 2``). ``kind``
+names the family in JSON (``{"error": {"type": kind, "code": code, ...}}``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 
 class AutogradCliError(Exception):
-    """Bad input or a request that cannot be carried out. ``kind`` names it in JSON."""
+    """Bad input or a request that cannot be carried out."""
 
     kind = "error"
+
+    def __init__(self, code: str, **data: Any) -> None:
+        super().__init__(code)
+        self.code = code
+        self.data = data
+
+    def __str__(self) -> str:
+        from autogradcli.messages import error_text
+
+        return error_text(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable, for worker processes
+        return (_rebuild, (type(self), self.code, self.data))
+
+
+def _rebuild(cls: type[AutogradCliError], code: str, data: dict[str, Any]) -> AutogradCliError:
+    error = cls.__new__(cls)
+    AutogradCliError.__init__(error, code, **data)
+    return error
 
 
 class ExpressionError(AutogradCliError):
@@ -20,7 +49,7 @@ class LimitError(AutogradCliError):
 
 
 class VariableError(AutogradCliError):
-    """A variable is missing, unknown, or given twice."""
+    """A variable is missing, unknown, or given twice; or options that do not fit."""
 
     kind = "variable"
 
@@ -29,10 +58,11 @@ class UnknownVariableError(VariableError):
     """A value was given for a name that is not a variable of the expression."""
 
     def __init__(self, name: str, variables: list[str]) -> None:
-        self.name = name
-        self.variables = variables
-        known = ", ".join(variables) if variables else "none"
-        super().__init__(f"no variable '{name}' in the expression (its variables: {known})")
+        super().__init__("unknown_variable", name=name, variables=list(variables))
+
+    @property
+    def name(self) -> str:
+        return str(self.data["name"])
 
 
 class ValueSpecError(AutogradCliError):
@@ -60,13 +90,27 @@ class ComputationError(AutogradCliError):
 
 
 class TorchError(ComputationError):
-    """PyTorch itself raised; ``message`` is PyTorch's text, explained by the glossary."""
+    """PyTorch itself raised: ``torch_message`` is its text, ``entry`` the glossary's key
+    for it (if any); ``pass_index`` the pass on one graph it happened in, ``shape`` the
+    output's shape when backward() had no weights for a non-scalar output."""
 
     kind = "pytorch"
 
-    def __init__(self, torch_message: str, context: str = "") -> None:
-        from autogradcli.glossary import explain, lookup
+    def __init__(
+        self, torch_message: str, pass_index: int | None = None, shape: list[int] | None = None
+    ) -> None:
+        from autogradcli.torchside.glossary import lookup
 
-        self.torch_message = " ".join(torch_message.split())
-        self.entry = lookup(self.torch_message)
-        super().__init__(f"{context}{explain(self.torch_message)}")
+        text = " ".join(torch_message.split())
+        entry = lookup(text)
+        super().__init__(
+            "pytorch",
+            torch_message=text,
+            pass_index=pass_index,
+            shape=shape,
+            entry=None if entry is None else entry.key,
+        )
+
+    @property
+    def torch_message(self) -> str:
+        return str(self.data["torch_message"])

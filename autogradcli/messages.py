@@ -1,23 +1,397 @@
-"""Sentences for codes: causes of a verdict and the notes on non-differentiable points.
+"""Sentences for codes: errors, notes and the causes of a verdict.
 
-The core keeps codes and numbers; renderers (Rich, JSON ``message``) call these.
+The core raises errors and records notes as a code and its numbers; the sentence is made
+here, when something shows it (``str(error)``, the Rich report, JSON ``message``). An option
+written ``[[name]]`` or ``[[name=value]]`` in a template is spelled for whoever reads it:
+``--name value`` on the command line, ``name=value`` in Python (``CLI`` and ``PYTHON``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
-from autogradcli.numeric import DEFAULT as NUMERIC
-from autogradcli.verdict import Cause
-from autogradcli.vocabulary import KINK_POINTS
+from autogradcli.lang.vocabulary import KINK_POINTS
 
 POINTS: dict[str, str] = {
     **KINK_POINTS,
-    "off_domain": f"the function is NaN within the numeric step ({NUMERIC.eps:g}) here (outside "
+    "off_domain": "the function is NaN within the numeric step (1e-06) here (outside "
     "its real domain or at its edge), so central differences give no number",
     "one_sided": "SymPy's derivative is 0/0 here and the one-sided slopes differ (a kink)",
 }
+
+VALUE_HINT = (
+    "give a number (2, -1.5e-3), a nested list ([[1,2],[3,4]]), a constructor "
+    "(ones(2,2), zeros(3), full(2,3,0.5), arange(1,16), linspace(0,1,5), "
+    "reshape(arange(1,16),5,3), rand(2,3), randn(2,3)) or a file (@data.npy, .pt, .csv, .json)"
+)
+PROGRAM_HINT = (
+    'a program is steps NAME = EXPR separated by ; or newlines, e.g. "y = x + 2; out = y*y"'
+)
+
+
+class Coded(Protocol):
+    code: str
+    data: Mapping[str, Any]
+
+
+# --- options, as each reader writes them -----------------------------------------------------
+
+# Names the CLI spells differently from "--" + name with dashes.
+FLAGS: dict[str, str] = {"sympy_seconds": "--sympy-timeout", "json_output": "--json"}
+# Names the Python API reaches through another object.
+PARAMETERS: dict[str, str] = {
+    n: f"Limits.{n}"
+    for n in ("max_length", "max_depth", "max_exponent", "max_elements", "max_entries")
+}
+
+
+def cli_option(name: str, value: str | None) -> str:
+    flag = FLAGS.get(name, "--" + name.replace("_", "-"))
+    return flag if value is None else f"{flag} {value}"
+
+
+BOOLEANS = frozenset(
+    {"same_graph", "retain_graph", "zero_grad", "explain", "inspect", "numeric", "strict"}
+)
+
+
+def python_option(name: str, value: str | None) -> str:
+    if name == "var" and value is not None:  # --var x=2: a value given by name
+        key, _, given = value.partition("=")
+        return f"values=dict({key}={given})"
+    if value is None and name in BOOLEANS:
+        return f"{name}=True"
+    name = PARAMETERS.get(name, name)
+    return name if value is None else f"{name}={value}"
+
+
+Style = Callable[[str, "str | None"], str]
+CLI: Style = cli_option
+PYTHON: Style = python_option
+_OPTION = re.compile(r"\[\[([\w{}]+)(?:=([^\]]+))?\]\]")
+
+
+def spell(template: str, style: Style, data: Mapping[str, Any] | None = None) -> str:
+    """``template`` with each ``[[name]]``/``[[name=value]]`` spelled in ``style`` (fields
+    such as ``{name}`` inside them filled from ``data`` first)."""
+    fields = _Missing(data or {})
+
+    def option(match: re.Match[str]) -> str:
+        value = match.group(2)
+        return style(match.group(1).format_map(fields), value and value.format_map(fields))
+
+    return _OPTION.sub(option, template)
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+ERRORS: dict[str, str] = {
+    # the expression
+    "expression_too_long": "expression is {length} characters long; the limit is {limit} "
+    "(raise it with [[max_length]])",
+    "expression_empty": 'the expression is empty; give one such as "2*x**2 + 1"',
+    "name_normalized": "the name '{word}' has characters Python reads as '{plain}'; "
+    "write '{plain}'",
+    "syntax": "cannot parse the expression{where}: {detail}; write it in Python syntax, "
+    'e.g. "2*x**4 + 3*x + 1"',
+    "nested_for_parser": "the expression is nested too deeply for Python's parser; write it "
+    "with fewer nested parentheses",
+    "unparsable": "cannot parse the expression: {detail}",
+    "unused_expression": "'{text}' is computed but not used: only the last line may be a "
+    "bare expression; " + PROGRAM_HINT,
+    "statement_not_allowed": "{what} cannot be used; " + PROGRAM_HINT,
+    "bad_assignment": "cannot assign in '{text}': assign one plain name per step; " + PROGRAM_HINT,
+    "assign_function": "cannot assign to '{name}': it is a function; choose another name",
+    "assign_constant": "cannot assign to '{name}': it is a constant; choose another name",
+    "assigned_twice": "'{name}' is assigned twice; steps are not reassigned, so give the "
+    "second one a new name (e.g. {name}2 = ...)",
+    "used_before_assigned": "'{name}' is used in {where} before it is assigned; put the steps "
+    "in order (a name that is also an input needs a new name, e.g. {name}2)",
+    "step_unused": "step '{name}' is never used; use it in a later step or remove it",
+    "too_deep": "the expression is nested more than {limit} levels deep (raise it with "
+    "[[max_depth]])",
+    "operator_not_allowed": "operator in '{symbol}' is not allowed; allowed are {allowed}",
+    "syntax_not_allowed": "{what} cannot be used in an expression; allowed are {allowed}",
+    "constant_not_allowed": "'{value}' is not allowed in an expression; allowed are {allowed}",
+    "complex_number": "complex numbers are not supported; use real numbers",
+    "string_not_allowed": "strings are not allowed in an expression; allowed are {allowed}",
+    "integer_too_large": "integer constant with {digits} digits is too large; the limit is "
+    "about 1e308",
+    "constant_kind": "constant {value} is not allowed in an expression",
+    "call_not_plain": "only plain function names can be called, not '{text}'; "
+    "functions: {functions}",
+    "unknown_function": "unknown function '{name}'; functions: {functions}",
+    "wrong_arguments": "{name}() takes {count}, e.g. {example}",
+    "tensor_and_dim": "{name}() takes a tensor and a dim, e.g. {example}",
+    "dim_needed": "{name}() needs the dim to work along, e.g. {example}",
+    "bad_dim": "the dim of {name}() must be a small integer such as 0, 1 or -1, not '{text}'",
+    "power_too_large": "integer constant {left}**{right} is too large (about 2**{bits}); "
+    "the limit is about 1e308",
+    "constant_division_by_zero": "division by zero in the constant {text}",
+    "constant_overflow": "the constant {text} overflows a float",
+    "constant_complex": "the constant {text} is a complex number; only real numbers are supported",
+    "constant_too_large": "integer constant {text} is too large; the limit is about 1e308",
+    "exponent_too_large": "exponent {exponent:g} is larger than the limit {limit} (raise it "
+    "with [[max_exponent]])",
+    # shapes
+    "no_broadcast": "shapes {left} and {right} do not broadcast in '{where}'; give the "
+    "variables matching shapes",
+    "matmul_scalar": "'{where}': @ needs tensors of at least 1 dimension, not shapes {left} "
+    "and {right}; use * to scale",
+    "matmul_mismatch": "'{where}': shapes {left} @ {right} do not match ({columns} columns "
+    "against {rows} rows)",
+    "transpose_not_2d": "T() transposes a matrix (2-D); '{arg}' has shape {shape}",
+    "dot_shapes": "dot(a, b) takes two 1-D tensors of the same length; '{where}' has shapes "
+    "{left} and {right} (use @ for matrices)",
+    "dim_of_number": "'{where}': '{arg}' is a single number; its only dims are 0 and -1; "
+    "write {func}({arg}, 0)",
+    "dim_out_of_range": "'{where}': dim {dim} is out of range for shape {shape} "
+    "(use {low}..{high})",
+    "operation_too_large": "'{where}' would have {size} elements (shape {shape}); the limit "
+    "is {limit} (raise it with [[max_elements]])",
+    "weights_shape": "the external gradient has shape {weights}; the output has shape "
+    "{output}; give [[weights]] of the output's shape, or [[weights=ones]]",
+    # values
+    "value_empty": "empty value; " + VALUE_HINT,
+    "value_too_long": "value text is {length} characters long; use a file (@data.npy)",
+    "value_unreadable": "cannot read the value '{text}'; " + VALUE_HINT,
+    "ragged_list": "ragged or non-numeric list: every row must have the same length and "
+    "hold numbers",
+    "value_too_large": "a value of shape {shape} has {size} elements; the limit is {limit} "
+    "(raise it with [[max_elements]])",
+    "number_too_large": "the number {value} is too large for a float",
+    "not_a_number": "{text} is not a number; " + VALUE_HINT,
+    "list_too_deep": "the list is nested more than {limit} levels deep",
+    "not_whole": "{what} must be a whole number, not {number:g}",
+    "shape_needed": "{name}() needs a shape, e.g. {name}(2,3)",
+    "negative_size": "sizes in {name}() cannot be negative: {shape}",
+    "size_too_large": "a size in {name}() is larger than the limit {limit} (raise it with "
+    "[[max_elements]])",
+    "unknown_constructor": "unknown constructor '{name}'; " + VALUE_HINT,
+    "positional_only": "{name}() takes positional arguments only, e.g. {name}(2,3)",
+    "full_arguments": "full() needs a shape and a fill value, e.g. full(2,3,0.5)",
+    "arange_arguments": "arange() takes (end), (start, end) or (start, end, step)",
+    "arange_step": "arange() needs finite numbers and a step that is not 0",
+    "arange_too_many": "arange() would have too many elements; use a larger step",
+    "linspace_arguments": "linspace() takes (start, end, steps), e.g. linspace(0,1,5)",
+    "linspace_negative": "steps in linspace() cannot be negative",
+    "reshape_arguments": "reshape() needs a value and a shape, e.g. reshape(arange(6),2,3)",
+    "reshape_size": "cannot reshape {size} elements into shape {shape}",
+    "random_unavailable": "{kind}() is not available here",
+    "file_type": "cannot read '@{path}': unsupported file type '{suffix}'; use {types}",
+    "file_is_directory": "cannot read '@{path}': it is a directory, not a file",
+    "file_too_large": "'@{path}' is {size} bytes, too large for {limit} elements (raise it "
+    "with [[max_elements]])",
+    "file_unreadable": "cannot read '@{path}': {detail}",
+    "npy_unreadable": "cannot read '@{path}' as a NumPy array: {detail}",
+    "npy_not_numeric": "'@{path}' does not hold a numeric array",
+    "pt_unreadable": "cannot read '@{path}' with torch.load(weights_only=True): {detail}",
+    "pt_not_tensor": "'@{path}' holds a {kind}, not a tensor",
+    "pt_not_real": "'@{path}' holds a {dtype} tensor; give a real-valued one",
+    "csv_unreadable": "cannot read '@{path}' as CSV numbers: {detail}",
+    "json_unreadable": "cannot read '@{path}' as JSON: {detail}",
+    "json_not_numbers": "'@{path}' must hold a number or a nested list of numbers",
+    # variables and options
+    "unknown_variable": "no variable '{name}' in the expression (its variables: {known})",
+    "value_for_step": "'{name}' is a step of the program, computed in it, so it takes no "
+    "value; {wanted}",
+    "value_missing": "variable '{name}' needs a value, e.g. [[{name}=2]] (or [[var={name}=2]])",
+    "repeat_at_least_one": "[[repeat]] must be at least 1, not {repeat}",
+    "needs_repeat": "[[{option}]] only matters when backward runs more than once; add "
+    "[[repeat=2]] (or more)",
+    "retain_graph_alone": "[[retain_graph]] only matters when backward runs again on the "
+    "same graph; add [[same_graph]] (with [[repeat=2]] or more)",
+    "explain_needs_sympy": "[[explain]] needs SymPy's exact check, which is not available "
+    "here; see the graph with autograd-cli graph",
+    "retain_grad_input": "'{name}' is an input (a leaf tensor): its .grad is kept anyway; "
+    "[[retain_grad]] is for steps and the output: {intermediate}",
+    "retain_grad_unknown": "[[retain_grad={name}]]: no step or output named '{name}' (choose "
+    "from {intermediate}, or all)",
+    "retain_grad_no_grad": "[[retain_grad={name}]]: '{name}' does not require grad (it "
+    "depends on no input that does), so it has no gradient to keep",
+    "all_const": "every input is [[const]]: there is nothing to differentiate",
+    "no_elements": "{what} has no elements, so there is nothing to differentiate",
+    "jacobian_too_large": "the Jacobian would have {entries} entries; the limit is {limit} "
+    "(raise it with [[max_entries]])",
+    "hessian_not_scalar": "the Hessian needs a one-element output; this one has shape "
+    "{shape}; reduce it with sum(...) or mean(...), or use autograd-cli jacobian",
+    "hessian_too_large": "the Hessian would have {entries} entries; the limit is {limit} "
+    "(raise it with [[max_entries]])",
+    "order_range": "[[order]] must be between 1 and {most}, not {order}",
+    "order_elementwise": "[[order]] works on elementwise expressions (no sum, mean or matrix "
+    "algebra); for second derivatives of any scalar output use autograd-cli hessian",
+    "order_combination": "[[order={order}]] cannot be combined with [[{option}]]",
+    "explain_too_large": "[[explain]] covers backward graphs of up to {limit} nodes; this one "
+    "has {nodes}; explain a smaller expression (or see it with autograd-cli graph)",
+    "numeric_budget": "a numeric {what} needs {evaluations} forward evaluations; the limit "
+    "is {limit}; use smaller inputs",
+    "not_name_value": "'{spec}' is not NAME=VALUE; write e.g. [[var=x=2]]",
+    "given_twice": "variable '{name}' is given twice ({first} and {second}); give each "
+    "variable one value",
+    "dot_stdout_json": "[[dot=-]] prints the DOT text; use [[dot=FILE]] with [[json_output]]",
+    "path_is_folder": "[[{option}={path}]]: that is a folder; give a file name, e.g. "
+    "graph.{option}",
+    "cannot_write": "cannot write {path}: {detail}",
+    # devices and dtypes
+    "unknown_device": "unknown device '{device}'; use auto, cpu, cuda, cuda:N or mps",
+    "device_index": "device '{device}' is not available here: the {type} device has no index "
+    "{index}; use [[device={type}]]",
+    "device_unavailable": "device '{device}' is not available here; available devices: "
+    "{devices} (or use [[device=auto]])",
+    "unknown_dtype": "unknown dtype '{dtype}'; use one of {dtypes}",
+    "graphviz_missing": "[[{format}]] needs Graphviz's 'dot' program, which is not "
+    "installed; install Graphviz (e.g. apt install graphviz, brew install graphviz) or write "
+    "the DOT text with [[dot=FILE]] and render it elsewhere",
+    # computing
+    "pytorch_forward": "PyTorch could not compute the expression: {detail}",
+    "no_graph": "the output has no grad_fn: nothing it depends on requires grad, so PyTorch "
+    "recorded no graph; drop [[const]] for an input, or use a variable",
+    "graphviz_failed": "Graphviz could not write {path}: {detail}",
+    "graphviz_timeout": "Graphviz took more than 60 s; use [[dot=FILE]] instead",
+    "no_real_value": "SymPy's result contains {term}, which has no real numeric value here; "
+    "check the expression's domain",
+    "library_failure": "cannot compute this expression ({error}: {detail}); simplify it or "
+    "check its values",
+    "not_elementwise": "{text} is not elementwise; use the component-wise model",
+    # why the exact check stands aside (their sentences also end notes)
+    "exact_inputs": "the exact SymPy check covers up to {limit} input elements; this one "
+    "has {inputs}",
+    "exact_entries": "the exact SymPy check covers up to {limit} Jacobian entries (output "
+    "elements x input elements); this one has {entries}",
+    "exact_work": "the exact SymPy check covers up to {limit} (SymPy term nodes x input "
+    "elements); this expression has more ({inputs} input elements)",
+    "exact_hessian_inputs": "the exact SymPy Hessian covers up to {limit} input elements; "
+    "this one has {inputs}",
+    "sympy_timeout": "SymPy took more than {seconds:g} s",
+    "no_closed_form": "SymPy leaves {term} unevaluated",
+    "unstable": "the precise reference did not settle within {bits} bits",
+    "sample_mismatch": "float64 evaluation of {term} is off at {off} of {sampled} sampled elements",
+}
+
+
+def _fill(template: str, data: Mapping[str, Any], style: Style) -> str:
+    """Options spelled first (they come only from templates), then the data filled in."""
+    return spell(template, style, data).format_map(_Missing(data))
+
+
+class _Missing(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def error_text(error: Coded, style: Style = PYTHON) -> str:
+    """The sentence for an error, in ``style`` (the Python API's words by default)."""
+    if error.code == "pytorch":
+        return torch_text(error.data, style)
+    data = dict(error.data)
+    if error.code == "unknown_variable":
+        data["known"] = ", ".join(data["variables"]) if data["variables"] else "none"
+    if error.code == "device_unavailable":
+        data["devices"] = ", ".join(data["available"])
+    if error.code == "unknown_dtype":
+        data["dtypes"] = ", ".join(data["dtypes"])
+    if error.code in ("retain_grad_input", "retain_grad_unknown"):
+        data["intermediate"] = ", ".join(data["intermediate"])
+    template = ERRORS.get(error.code, error.code)
+    return _fill(template, data, style)
+
+
+def torch_text(data: Mapping[str, Any], style: Style = PYTHON) -> str:
+    """PyTorch's message as written, with where it happened, why, and the fix."""
+    from autogradcli.torchside.glossary import BY_KEY
+
+    context = ""
+    if data.get("pass_index"):
+        context += f"backward pass {data['pass_index']} on the same graph: "
+    if data.get("shape") is not None:
+        context += f"the output has shape {data['shape']}: "
+    text = data["torch_message"]
+    entry = BY_KEY.get(data.get("entry") or "")
+    if entry is None:
+        return f"{context}PyTorch: {text}"
+    stop = "" if text.endswith(".") else "."
+    return f"{context}PyTorch: {text}{stop} Why: {entry.why}. Fix: {spell(entry.fix, style)}."
+
+
+GRAD_NONE = {
+    "untracked": "autograd does not track a tensor with requires_grad=False",
+    "leaf_only": "PyTorch keeps .grad only for leaf tensors",
+}
+
+
+def grad_none_text(reason: str, style: Style = PYTHON) -> str:
+    """Why a tensor's .grad is None: a reason code, or a glossary key."""
+    return GRAD_NONE[reason] if reason in GRAD_NONE else glossary_text(reason, style)
+
+
+def explain_pytorch(message: str, style: Style = PYTHON) -> str:
+    """PyTorch's message as written, then why and the fix when the glossary knows it."""
+    from autogradcli.torchside.glossary import lookup
+
+    text = " ".join(message.split())
+    entry = lookup(text)
+    return torch_text({"torch_message": text, "entry": entry and entry.key}, style)
+
+
+def glossary_text(key: str, style: Style = PYTHON) -> str:
+    """Why and what to do, for a glossary entry (e.g. a .grad that is None)."""
+    from autogradcli.torchside.glossary import BY_KEY
+
+    entry = BY_KEY[key]
+    return f"{entry.why}; {spell(entry.fix, style)}"
+
+
+# --- notes -----------------------------------------------------------------------------------
+
+NOTES: dict[str, str] = {
+    "numeric_fallback": "{reason}; checked numerically instead (central differences, float64)",
+    "timeout_fallback": "{reason} ([[sympy_seconds]]); checked numerically instead",
+    "no_number_fallback": "SymPy gives no number here ({reason}); checked numerically instead",
+    "output_nan": "the output is NaN at {elements} element(s): the expression is outside its "
+    "real domain there (e.g. log, sqrt or a fractional power of a negative number); PyTorch "
+    "still applies each backward formula, as SymPy's derivative does",
+    "nonfinite_input": "an input is NaN or infinite: IEEE arithmetic carries it through, so "
+    "the check compares how PyTorch and SymPy's formula propagate it, not a derivative",
+    "domain_edge_limit": "SymPy's derivative for {name} is 0/0 or 0*inf at {elements} "
+    "element(s) (a domain edge such as x**y at x = 0); there its limit, by central "
+    "differences in float64, is the reference",
+    "graph_not_freed": "backward() ran {repeat} times on one graph without retain_graph=True "
+    "and PyTorch did not raise: no node of this graph saved a tensor for backward, so "
+    "nothing was freed (a product of two tensors such as x*x would fail)",
+    "kink": "{points}; PyTorch's value there: {values}; {excluded} element(s) at that point "
+    "are left out of the check",
+    "infinite_derivative": "the derivative is infinite at {elements} element(s)",
+    "undefined_derivative": "the derivative is undefined (NaN) at {elements} element(s), "
+    "outside the function's real domain",
+    "numeric_kink": "the numeric step ({eps:g}) crosses a kink at {elements} element(s): "
+    "central differences mean nothing there, so autograd is checked to lie between the "
+    "one-sided slopes (PyTorch's choice at a kink is one of them or between them)",
+    "numeric_off_domain": "numeric check: " + POINTS["off_domain"] + "; {elements} "
+    "element(s) left out",
+    "order_rounding": "numeric check of {name}: differences of order {order} amplify float64 "
+    "rounding of the function's values; its tolerance is widened by up to {widen:.3g} "
+    "(absolute)",
+}
+
+
+def note_text(note: Coded, style: Style = PYTHON) -> str:
+    """The sentence for a note."""
+    data = dict(note.data)
+    if note.code in ("numeric_fallback", "timeout_fallback", "no_number_fallback"):
+        data["reason"] = error_text(_Reason(data["reason_code"], data["reason_data"]), style)
+    if note.code == "kink":
+        data["points"] = points_text(data["codes"])
+        data["values"] = values_text(data["values"])
+    text = _fill(NOTES.get(note.code, note.code), data, style)
+    prefix = data.get("prefix")
+    return f"{prefix}{text}" if prefix else text
+
+
+class _Reason:
+    def __init__(self, code: str, data: Mapping[str, Any]) -> None:
+        self.code, self.data = code, data
 
 
 def number(value: Any) -> str:
@@ -46,15 +420,6 @@ def points_text(codes: Iterable[str]) -> str:
     return "; ".join(POINTS.get(c, c) for c in sorted(codes))
 
 
-def kink_note(codes: Iterable[str], excluded: int, values: Iterable[float]) -> str:
-    """Elements left out at non-differentiable points, with what PyTorch's .grad is there."""
-    shown = values_text(values)
-    return (
-        f"{points_text(codes)}; PyTorch's value there: {shown}; {excluded} element(s) at that "
-        "point are left out of the check"
-    )
-
-
 def _loss(data: Mapping[str, Any]) -> str:
     dtype, kind = data["dtype"], data.get("kind")
     if kind == "beyond_bound":
@@ -79,7 +444,7 @@ def _loss(data: Mapping[str, Any]) -> str:
     return f"precision loss: {what}"
 
 
-def cause_text(cause: Cause) -> str:
+def cause_text(cause: Coded) -> str:
     """One sentence for a verdict's cause."""
     data = cause.data
     code = cause.code

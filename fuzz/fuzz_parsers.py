@@ -14,8 +14,9 @@ import atheris
 
 with atheris.instrument_imports():
     from autogradcli.errors import AutogradCliError
-    from autogradcli.expression import Limits, parse_expression
-    from autogradcli.values import RandomSource, read_value
+    from autogradcli.lang.parser import parse_expression
+    from autogradcli.lang.values import RandomSource, read_value
+    from autogradcli.settings import Limits
 
 LIMITS = Limits(max_elements=100_000)
 

@@ -51,7 +51,7 @@ def wrong_sin(monkeypatch):
     """``sin`` whose backward returns 2*cos(x): a real autograd error for the checks to catch."""
     import torch
 
-    from autogradcli import vocabulary
+    from autogradcli.lang import vocabulary
 
     class WrongSin(torch.autograd.Function):
         @staticmethod

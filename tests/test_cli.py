@@ -180,10 +180,12 @@ def test_json_errors_also_go_to_stdout_as_an_object():
     run = cli("grad", "x**2", "--x", "2", "--device", "tpu", "--json")
     assert run.exit_code == 2
     assert json.loads(run.stdout) == {
+        "schema_version": 1,
         "error": {
             "type": "device",
+            "code": "unknown_device",
             "message": "unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps",
-        }
+        },
     }
     assert run.stderr.startswith("Error: unknown device")
 
@@ -327,7 +329,7 @@ def test_no_closed_form_from_sympy_falls_back_to_the_numeric_check(monkeypatch):
     # an unevaluated Derivative, which has no number
     import sympy
 
-    from autogradcli import vocabulary
+    from autogradcli.lang import vocabulary
 
     unknown = vocabulary.Function(
         "sin", torch=vocabulary.FUNCTIONS["sin"].torch, sympy=lambda s, a: sympy.Function("f")(a)

@@ -457,7 +457,7 @@ def test_numeric_order_tolerance_covers_float64_rounding_of_the_differences(expr
 
 
 def test_numeric_derivative_rounding_bound_covers_the_error():
-    from autogradcli.numeric import numeric_derivative_with_error
+    from autogradcli.reference.numeric import numeric_derivative_with_error
 
     x = np.array([100.0, 1000.0])
     value, bound = numeric_derivative_with_error(lambda t: t**2, x, 5)

@@ -12,7 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autogradcli.gradient import compute_gradient
+import autogradcli as ag
 from tests.conftest import cli, grad_json
 
 SEED000 = "y = x + 2; z = y*y*3; out = mean(z)"
@@ -175,7 +175,7 @@ def _expr(depth: int) -> st.SearchStrategy[str]:
 )
 def test_explain_agrees_on_random_programs(first, second, x, y):
     program = f"a = {first} + x; b = a*y + {second}; out = sum(b*a)"
-    result = compute_gradient(program, {"x": x, "y": y}, explain=True, dtype="float64")
+    result = ag.grad(program, {"x": x, "y": y}, explain=True, dtype="float64")
     assert result.explanation is not None
     assert result.explanation.agree, [
         (s.label, s.arriving, s.arriving_expected) for s in result.explanation.steps

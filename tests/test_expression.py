@@ -7,7 +7,10 @@ import time
 import pytest
 
 from autogradcli.errors import ExpressionError, LimitError
-from autogradcli.expression import Binary, Limits, Name, Num, parse_expression, unparse
+from autogradcli.lang.parser import parse_expression
+from autogradcli.lang.text import unparse
+from autogradcli.lang.tree import Binary, Name, Num
+from autogradcli.settings import Limits
 from tests.conftest import cli
 
 

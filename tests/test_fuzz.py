@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autogradcli.errors import AutogradCliError
-from autogradcli.expression import Limits, parse_expression
-from autogradcli.values import RandomSource, read_value
+from autogradcli.lang.parser import parse_expression
+from autogradcli.lang.values import RandomSource, read_value
+from autogradcli.settings import Limits
 
 LIMITS = Limits(max_elements=100_000)
 ALPHABET = st.sampled_from(list("xyz0123456789.+-*/^@()[], =;\n_easpincosqrtlogmxdhT'\"\\:"))

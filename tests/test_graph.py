@@ -155,9 +155,10 @@ def test_dot_file(tmp_path):
 
 
 def test_dot_escapes_quotes_in_labels(tmp_path):
-    from autogradcli.graph import Graph, GraphNode, to_dot
+    from autogradcli.render.dot import to_dot
+    from autogradcli.results import Graph, GraphNode
 
-    text = to_dot(Graph('a"b', "out", [GraphNode(0, "AccumulateGrad", 'x"', leaf='x"', shape=[])]))
+    text = to_dot(Graph('a"b', "out", (GraphNode(0, "AccumulateGrad", 'x"', leaf='x"', shape=[]),)))
     assert 'label="backward graph of a\\"b"' in text and 'x\\"\\nshape' in text
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from autogradcli.render_json import dumps, strict
+from autogradcli.render.json import dumps, strict
 from tests.conftest import cli
 
 

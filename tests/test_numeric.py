@@ -1,4 +1,4 @@
-"""Finite differences in autogradcli.numeric against hand-derived closed forms."""
+"""Finite differences in autogradcli.reference.numeric against hand-derived closed forms."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autogradcli import numeric
 from autogradcli.errors import LimitError
-from autogradcli.numeric import (
+from autogradcli.reference import numeric
+from autogradcli.reference.numeric import (
     DEFAULT,
     NumericTolerance,
     agree,

@@ -5,7 +5,7 @@ and variable powers, unary minus and plus, sum/mean over everything or a dim, pr
 softmax, log_softmax, logsumexp, norm, dot, @ and .T) over up to three variables whose shapes
 broadcast ((), (3,), (2, 3), (1, 3), (2, 1)), at points inside the functions' domains
 (|values| <= 3, with 0, ties and tiny numbers such as 1e-200 among them), go through
-``compute_gradient`` in float64 on the CPU, with weights of ones, "ones", random weights or
+``autogradcli.grad`` in float64 on the CPU, with weights of ones, "ones", random weights or
 none, and sometimes ``numeric=True``. An oracle that shares nothing with the tool judges the
 verdicts: the tree this file generated (not the tool's parse of its text) is evaluated with
 ``mpmath`` at 30 digits over NumPy object arrays, and the gradient of ``L = sum(out * w)``
@@ -59,8 +59,8 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from autogradcli.expression import Binary, Call, Name, Node, Num, Unary
-from autogradcli.gradient import compute_gradient
+import autogradcli as ag
+from autogradcli.lang.tree import Binary, Call, Name, Node, Num, Unary
 
 LONG = os.environ.get("AUTOGRAD_CLI_LONG") == "1"
 # Collect every problem and fail at the end (the long profile's way) instead of stopping at
@@ -81,7 +81,7 @@ PROFILE = settings(
 )
 
 # Tolerances. (a) and (c) use the brief's; (b) calls autograd and the oracle "agreeing" only
-# when both that and the tool's own float64 tolerance (autogradcli.compare) accept it.
+# when both that and the tool's own float64 tolerance (autogradcli.check.compare) accept it.
 RTOL, ATOL = 1e-6, 1e-8
 TOOL_RTOL, TOOL_ATOL = 1e-7, 1e-7
 NUMERIC_RTOL, NUMERIC_ATOL = 1e-3, 1e-5  # the tool's finite-difference fallback reference
@@ -1179,7 +1179,7 @@ def check(case: Case, stat: str) -> None:
     note(case.expression)
     start = time.perf_counter()
     try:
-        result = compute_gradient(
+        result = ag.grad(
             case.expression,
             case.values,
             weights=case.weights_spec,

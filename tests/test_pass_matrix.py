@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from autogradcli.compare import TOLERANCES
-from autogradcli.derivatives import compute_jacobian, compute_order
-from autogradcli.gradient import compute_gradient
+import autogradcli as ag
+from autogradcli.settings import TOLERANCES
 
 DTYPES = ["float32", "float64", "float16", "bfloat16"]
 POINTS = {"scalar": 1.5, "tensor": [1.5, -0.5, 2.0]}
@@ -71,7 +70,7 @@ def test_each_pass_shows_that_pass(mode, dtype, shape):
         "zero_grad": {"zero_grad": True},
     }[mode]
     weights = "ones" if shape == "tensor" else None
-    r = compute_gradient(
+    r = ag.grad(
         EXPR, {"x": point}, repeat=PASSES, dtype=dtype, device="cpu", weights=weights, **options
     )
     independent = torch_passes(point, dtype, mode)
@@ -87,7 +86,7 @@ def test_each_pass_shows_that_pass(mode, dtype, shape):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_each_jacobian_row_is_that_rows_one_hot_backward(dtype):
     point = POINTS["tensor"]
-    r = compute_jacobian(EXPR, {"x": point}, dtype=dtype, device="cpu")
+    r = ag.jacobian(EXPR, {"x": point}, dtype=dtype, device="cpu")
     x = leaf(point, dtype)
     out = f(x)
     diagonal = closed(seen(point, dtype))
@@ -107,7 +106,7 @@ def test_each_jacobian_row_is_that_rows_one_hot_backward(dtype):
 def test_explains_hook_values_are_the_first_passs(dtype, shape):
     point = POINTS[shape]
     weights = "ones" if shape == "tensor" else None
-    r = compute_gradient(
+    r = ag.grad(
         EXPR, {"x": point}, repeat=2, explain=True, dtype=dtype, device="cpu", weights=weights
     )
     assert r.explanation is not None
@@ -123,7 +122,7 @@ def test_explains_hook_values_are_the_first_passs(dtype, shape):
 @pytest.mark.parametrize("order", [2, 3])
 def test_each_order_is_its_own_derivative(order, dtype, shape):
     point = POINTS[shape]
-    r = compute_order(EXPR, {"x": point}, order, dtype=dtype, device="cpu")
+    r = ag.derivative(EXPR, {"x": point}, order=order, dtype=dtype, device="cpu")
     x = leaf(point, dtype)
     g = f(x)
     for _ in range(order):

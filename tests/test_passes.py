@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from autogradcli.glossary import GLOSSARY, explain, lookup
+from autogradcli.messages import CLI, explain_pytorch, spell
+from autogradcli.torchside.glossary import GLOSSARY, lookup
 from tests.conftest import cli, grad_json
 
 SEED000 = "y = x + 2; z = y*y*3; out = mean(z)"
@@ -68,15 +69,15 @@ TRIGGERS = [second_backward, non_scalar, nothing_requires_grad, wrong_weights, n
 def test_each_glossary_prefix_matches_what_this_pytorch_says(entry, trigger):
     message = pytorch_message(trigger)
     assert lookup(message) is entry
-    assert explain(message) == (
+    assert explain_pytorch(message, CLI) == (
         f"PyTorch: {message}{'' if message.endswith('.') else '.'} "
-        f"Why: {entry.why}. Fix: {entry.fix}."
+        f"Why: {entry.why}. Fix: {spell(entry.fix, CLI)}."
     )
 
 
 def test_unknown_messages_are_passed_through_as_pytorch_wrote_them():
     assert lookup("some new  error") is None
-    assert explain("some new\n  error") == "PyTorch: some new error"
+    assert explain_pytorch("some new\n  error") == "PyTorch: some new error"
 
 
 def test_repeat_builds_a_new_graph_each_pass_and_accumulates():
@@ -95,7 +96,10 @@ def test_same_graph_without_retain_graph_shows_pytorchs_error_explained():
     )
     as_json = cli("grad", SEED000, "--x", "ones(2,2)", "--repeat", "2", "--same-graph", "--json")
     assert as_json.exit_code == 2
-    assert as_json.json() == {"error": {"type": "pytorch", "message": run.stderr[7:-1]}}
+    assert as_json.json() == {
+        "schema_version": 1,
+        "error": {"type": "pytorch", "code": "pytorch", "message": run.stderr[7:-1]},
+    }
 
 
 def test_same_graph_with_retain_graph_accumulates_like_seed003():
@@ -200,9 +204,9 @@ def test_each_glossary_entry_through_the_cli():
                          (wrong_weights, "shape")):  # fmt: skip
         run = runs[key]
         assert run.exit_code == 2
-        assert run.stderr.endswith(explain(pytorch_message(trigger)) + "\n"), run.stderr
+        assert run.stderr.endswith(explain_pytorch(pytorch_message(trigger), CLI) + "\n")
     assert runs["non-scalar"].stderr.startswith("Error: the output has shape [2]: PyTorch: grad")
     leaf_note = cli("grad", "y = x*2; y + 1", "--x", "1", "--inspect", "--json").json()
     entry = lookup(pytorch_message(non_leaf_grad))
     assert entry is not None
-    assert leaf_note["tensors"]["y"]["grad_note"] == f"{entry.why}; {entry.fix}"
+    assert leaf_note["tensors"]["y"]["grad_note"] == f"{entry.why}; {spell(entry.fix, CLI)}"

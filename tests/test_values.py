@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from autogradcli.errors import LimitError, ValueSpecError
-from autogradcli.expression import Limits
-from autogradcli.values import RandomSource, read_value
+from autogradcli.lang.values import RandomSource, read_value
+from autogradcli.settings import Limits
 from tests.conftest import cli, grad_json
 
 LIMITS = Limits()

@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autogradcli.compare import compare
-from autogradcli.derivatives import compute_hessian
-from autogradcli.gradient import compute_gradient
-from autogradcli.verdict import MAX_RELATIVE, UNIT_ROUNDOFF, rounding_relative, settle
+import autogradcli as ag
+from autogradcli.check.compare import compare
+from autogradcli.check.verdict import MAX_RELATIVE, UNIT_ROUNDOFF, rounding_relative, settle
 from tests.conftest import cli
 
 BCE = "mean(-(y*log(sigmoid(z)) + (1-y)*log(1-sigmoid(z))))"
@@ -39,7 +38,7 @@ ISSUE = [
 def test_the_issues_commands_get_the_policys_verdict(
     expr, values, options, verdict, cause, name, grad
 ):
-    r = compute_gradient(expr, values, device="cpu", **options)
+    r = ag.grad(expr, values, device="cpu", **options)
     assert np.allclose(r.variables[name].grad, grad, equal_nan=True, rtol=1e-6)
     assert (r.verdict, r.agree) == (verdict, False)
     assert r.variables[name].verdict == verdict
@@ -48,14 +47,14 @@ def test_the_issues_commands_get_the_policys_verdict(
 
 def test_the_reference_is_exact_where_float64_cancels():
     # SymPy's exp(x)/x - (exp(x) - 1)/x**2 in float64 gives autograd's 1.6077 back
-    r = compute_gradient("(exp(x) - 1)/x", {"x": 1e-8}, dtype="float64", device="cpu")
+    r = ag.grad("(exp(x) - 1)/x", {"x": 1e-8}, dtype="float64", device="cpu")
     assert r.variables["x"].expected == pytest.approx(0.5000000033333334, rel=1e-15)
     assert r.variables["x"].cause.data["node"] == "exp(x) - 1"
     assert r.variables["x"].cause.data["kind"] == "cancellation"
 
 
 def test_bce_names_the_subtraction_that_lost_everything_and_what_it_fed():
-    r = compute_gradient(BCE, {"z": "[20., -3.]", "y": "[0., 1.]"}, const=["y"], device="cpu")
+    r = ag.grad(BCE, {"z": "[20., -3.]", "y": "[0., 1.]"}, const=["y"], device="cpu")
     data = r.variables["z"].cause.data
     assert (data["node"], data["kind"], data["value"], data["fed_to"]) == (
         "1 - sigmoid(z)",
@@ -68,17 +67,17 @@ def test_bce_names_the_subtraction_that_lost_everything_and_what_it_fed():
 
 
 def test_overflow_names_the_node_and_the_dtypes_largest_number():
-    r = compute_gradient("log(1 + exp(x))", {"x": 100}, device="cpu")
+    r = ag.grad("log(1 + exp(x))", {"x": 100}, device="cpu")
     data = r.variables["x"].cause.data
     assert data["node"] == "exp(x)" and data["max"] == pytest.approx(3.4028234663852886e38)
     assert data["exact"] == pytest.approx(2.6881171418161356e43)
 
 
 def test_nan_hessian_at_a_non_differentiable_point_is_a_disagreement():
-    r = compute_hessian("norm(x)", {"x": "[0., 0.]"}, device="cpu")
+    r = ag.hessian("norm(x)", {"x": "[0., 0.]"}, device="cpu")
     assert np.isnan(r.blocks[0].autograd).all()
     assert r.verdict == "disagree" and r.blocks[0].cause.code == "non_differentiable"
-    assert not any("PyTorch's value there" in n for n in r.notes)
+    assert not any("PyTorch's value there" in str(n) for n in r.notes)
 
 
 # --- stable forms -----------------------------------------------------------------------------
@@ -97,19 +96,19 @@ STABLE = [
 def test_a_stable_form_is_suggested_only_with_a_rerun_that_agrees(
     expr, values, options, replaced, grads
 ):
-    r = compute_gradient(expr, values, device="cpu", **options)
+    r = ag.grad(expr, values, device="cpu", **options)
     assert r.verdict == "disagree"
     (suggestion,) = r.suggestions
-    assert suggestion.replaced == replaced
+    assert list(suggestion.replaced) == replaced
     assert (suggestion.confirmed, suggestion.verdict) == (True, "agree")
     for name, want in grads.items():
         assert np.allclose(suggestion.grads[name], want, rtol=1e-6)
 
 
 def test_expm1_is_tried_for_exp_x_minus_1_near_zero_and_not_suggested():
-    r = compute_gradient("(exp(x) - 1)/x", {"x": 1e-8}, device="cpu")
+    r = ag.grad("(exp(x) - 1)/x", {"x": 1e-8}, device="cpu")
     (tried,) = r.suggestions
-    assert tried.replaced == [("exp(x) - 1", "expm1(x)")]
+    assert tried.replaced == (("exp(x) - 1", "expm1(x)"),)
     assert (tried.confirmed, tried.verdict) == (False, "disagree")
     assert tried.cause.code == "precision_loss" and tried.cause.data["node"] == "backward"
 
@@ -133,7 +132,7 @@ def test_the_suggestion_in_the_report_and_in_json():
 
 
 def test_an_expression_that_agrees_gets_no_suggestion():
-    assert compute_gradient("log(1 + exp(x))", {"x": 1}, device="cpu").suggestions == []
+    assert ag.grad("log(1 + exp(x))", {"x": 1}, device="cpu").suggestions == ()
 
 
 # --- the rounding bound and ≈ -----------------------------------------------------------------
@@ -206,14 +205,14 @@ def test_a_dim_of_a_single_number_works_as_in_pytorch(expr):
     fn = getattr(torch, name)
     out = fn(x, dim).values if name == "max" else fn(x, dim)
     out.backward()
-    r = compute_gradient(expr, {"x": 2.0}, device="cpu")
+    r = ag.grad(expr, {"x": 2.0}, device="cpu")
     assert (float(r.output), float(r.variables["x"].grad)) == (out.item(), x.grad.item())
     assert r.verdict == "agree"
 
 
 def test_relu_of_inf_minus_inf_gets_no_kink_note():
-    r = compute_gradient("relu(x - y)", {"x": "inf", "y": "inf"}, device="cpu")
-    said = " ".join([*r.notes, *(n for v in r.variables.values() for n in v.notes)])
+    r = ag.grad("relu(x - y)", {"x": "inf", "y": "inf"}, device="cpu")
+    said = " ".join(map(str, [*r.notes, *(n for v in r.variables.values() for n in v.notes)]))
     assert "relu'(0)" not in said and "PyTorch's value there" not in said
     assert r.verdict == "disagree" and r.first_cause().code == "nonfinite_input"
 
@@ -227,7 +226,7 @@ def test_relu_of_inf_minus_inf_gets_no_kink_note():
     ],
 )  # fmt: skip
 def test_the_derivative_text_of_abs_never_reads_u_over_sign_u(expr, values, name, text):
-    r = compute_gradient(expr, values, device="cpu", dtype="float64")
+    r = ag.grad(expr, values, device="cpu", dtype="float64")
     assert r.variables[name].derivative == text
     assert "/sign(" not in " ".join(v.derivative or "" for v in r.variables.values())
 
@@ -278,7 +277,7 @@ def test_new_functions_match_torch_and_their_closed_forms(name, fn, derivative):
     x = torch.tensor(points, dtype=torch.float64, requires_grad=True)
     out = fn(torch, x)
     out.sum().backward()
-    r = compute_gradient(f"{name}(x)", {"x": points}, weights="ones", dtype="float64", device="cpu")
+    r = ag.grad(f"{name}(x)", {"x": points}, weights="ones", dtype="float64", device="cpu")
     assert np.array_equal(r.output, out.detach().numpy(), equal_nan=True)
     assert np.array_equal(r.variables["x"].grad, x.grad.numpy(), equal_nan=True)
     assert np.allclose(r.variables["x"].expected, derivative(np.array(points)), rtol=1e-12)

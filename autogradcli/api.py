@@ -1,0 +1,232 @@
+"""The Python API. Every front end (the CLI, the shell, batch runs, notebooks) calls these.
+
+Each command is a short composition of the pipeline's stages, each returning a new value:
+parse and bind (``bind``), run autograd (``torchside``), the reference (``reference``),
+reconcile and judge (``check``), the result (``results``).
+
+Values are given as keywords (``grad("x**2", x=3)``) or as a mapping (``values={"x": 3}``,
+for names that clash with an option). Settings (device, dtype, tolerances, seed, limits,
+numeric, strict) come as one ``Settings`` object, or as keywords naming its fields.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from typing import Any
+
+from autogradcli.bind import Bound, Passes, bind, retained_names
+from autogradcli.errors import AutogradCliError, LimitError, VariableError
+from autogradcli.lang.analysis import calls, is_elementwise
+from autogradcli.lang.tree import Expression
+from autogradcli.lang.vocabulary import REDUCTIONS
+from autogradcli.notes import Note
+from autogradcli.results import DerivativeResult, GradResult, Suggestion
+from autogradcli.settings import Limits, Settings
+
+MAX_ORDER = 8
+_SETTINGS = {f.name for f in fields(Settings)} | {f.name for f in fields(Limits)}
+
+
+def split(
+    settings: Settings | None, values: Mapping[str, Any] | None, keywords: dict[str, Any]
+) -> tuple[Settings, dict[str, Any]]:
+    """Settings (from ``settings`` and keywords naming its fields) and the values (the
+    other keywords, and ``values``)."""
+    options = {k: keywords.pop(k) for k in list(keywords) if k in _SETTINGS}
+    chosen = (settings or Settings()).but(**options) if options else (settings or Settings())
+    return chosen, {**(values or {}), **keywords}
+
+
+def grad(
+    expression: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    settings: Settings | None = None,
+    weights: Any = None,
+    repeat: int = 1,
+    same_graph: bool = False,
+    retain_graph: bool = False,
+    zero_grad: bool = False,
+    retain_grad: Iterable[str] = (),
+    inspect: bool = False,
+    explain: bool = False,
+    const: Iterable[str] = (),
+    suggest: bool = True,
+    **keywords: Any,
+) -> GradResult:
+    """Gradients of ``expression`` (or a program of steps) by autograd's ``backward()``,
+    checked against SymPy.
+
+    ``weights``: the external gradient of a non-scalar output (a value, ``"ones"``, or an
+    input's name). ``repeat`` passes rebuild the graph each time, or run backward again on
+    one graph with ``same_graph`` (``retain_graph`` keeps it alive); ``zero_grad`` clears
+    ``.grad`` between passes. ``retain_grad`` names steps (or ``"all"``) whose ``.grad`` to
+    keep; it and ``inspect`` fill ``result.tensors``. ``explain`` records the first backward
+    pass node by node. ``const`` names inputs with requires_grad=False. ``suggest`` re-runs
+    stable forms of expressions that overflow or lose precision.
+
+    >>> import autogradcli as ag
+    >>> r = ag.grad("2*x**4 + x**3 + 3*x**2 + 5*x + 1", x=2)
+    >>> float(r.output), float(r.grads["x"]), r.verdict
+    (63.0, 93.0, 'agree')
+    """
+    chosen, given = split(settings, values, keywords)
+    plan = Passes(repeat, same_graph, retain_graph, zero_grad)
+    bound = bind(expression, given, chosen, weights=weights, const=const)
+    names = list(retain_grad)
+    retained = tuple(retained_names(bound, names))
+
+    from autogradcli.pipeline import GradRequest, run_grad  # torch and SymPy load from here
+
+    request = GradRequest(plan, retained, names != ["all"], inspect, explain)
+    result = run_grad(bound, request)
+    if suggest and any(c.code in ("overflow", "precision_loss") for c in result.causes()):
+        return _with_suggestions(result, bound, given, weights, const, request)
+    return result
+
+
+def _with_suggestions(
+    result: GradResult,
+    bound: Bound,
+    values: dict[str, Any],
+    weights: Any,
+    const: Iterable[str],
+    request: Any,
+) -> GradResult:
+    """The result with the stable forms of its patterns, each re-run (a suggestion stands
+    only if its run agrees; otherwise it says what the re-run found)."""
+    from dataclasses import replace
+
+    from autogradcli.check.stable import rewrite
+    from autogradcli.pipeline import run_grad
+
+    text, replaced = rewrite(bound.program)
+    if not replaced:
+        return result
+    try:
+        settings = bound.settings.but(seed=result.seed)
+        again = run_grad(bind(text, values, settings, weights=weights, const=const), request)
+    except AutogradCliError:
+        return result
+    grads = {n: v.grad for n, v in again.variables.items() if v.grad is not None}
+    suggestion = Suggestion(
+        replaced=tuple(replaced),
+        expression=text,
+        verdict=again.verdict,
+        confirmed=again.verdict == "agree",
+        output=again.output,
+        grads=grads,
+        cause=again.first_cause(),
+    )
+    return replace(result, suggestions=(suggestion,))
+
+
+def jacobian(
+    expression: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    settings: Settings | None = None,
+    const: Iterable[str] = (),
+    rows: bool = True,
+    **keywords: Any,
+) -> DerivativeResult:
+    """The Jacobian ``d out / d x`` per input, shaped ``out.shape + x.shape``: one
+    ``backward(one_hot, retain_graph=True)`` per output element (``rows`` keeps them),
+    cross-checked with ``torch.autograd.functional.jacobian`` and checked against SymPy."""
+    from autogradcli.pipeline import run_jacobian
+
+    chosen, given = split(settings, values, keywords)
+    bound = _differentiable(bind(expression, given, chosen, const=const))
+    entries = math.prod(bound.out_shape) * sum(math.prod(bound.shapes[n]) for n in bound.names)
+    if entries > chosen.limits.max_entries:
+        raise LimitError("jacobian_too_large", entries=entries, limit=chosen.limits.max_entries)
+    return run_jacobian(bound, rows)
+
+
+def hessian(
+    expression: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    settings: Settings | None = None,
+    const: Iterable[str] = (),
+    **keywords: Any,
+) -> DerivativeResult:
+    """Second derivatives of a one-element output for every pair of inputs, by
+    differentiating ``grad(out, create_graph=True)`` again, cross-checked with
+    ``torch.autograd.functional.hessian`` and checked against SymPy's Hessian."""
+    from autogradcli.pipeline import run_hessian
+
+    chosen, given = split(settings, values, keywords)
+    bound = _differentiable(bind(expression, given, chosen, const=const))
+    if math.prod(bound.out_shape) != 1:
+        raise VariableError("hessian_not_scalar", shape=list(bound.out_shape))
+    size = sum(math.prod(bound.shapes[n]) for n in bound.names)
+    if size * size > chosen.limits.max_entries:
+        raise LimitError("hessian_too_large", entries=size * size, limit=chosen.limits.max_entries)
+    return run_hessian(bound)
+
+
+def derivative(
+    expression: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    order: int = 2,
+    settings: Settings | None = None,
+    const: Iterable[str] = (),
+    **keywords: Any,
+) -> DerivativeResult:
+    """The ``order``-th derivative of an elementwise expression per input, by
+    differentiating ``order`` times with ``create_graph=True``, against SymPy's
+    ``diff(expr, x, order)``."""
+    from autogradcli.pipeline import run_derivative
+
+    if not 1 <= order <= MAX_ORDER:
+        raise VariableError("order_range", most=MAX_ORDER, order=order)
+    chosen, given = split(settings, values, keywords)
+    bound = _differentiable(bind(expression, given, chosen, const=const))
+    if not is_elementwise(bound.program) or calls(bound.program) & set(REDUCTIONS):
+        raise VariableError("order_elementwise")
+    return run_derivative(bound, order)
+
+
+def backward_graph(
+    expression: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    settings: Settings | None = None,
+    const: Iterable[str] = (),
+    **keywords: Any,
+) -> Any:
+    """The backward graph PyTorch records: ``grad_fn`` nodes from the output down to the
+    ``AccumulateGrad`` node of each leaf (``torchside.graph.Graph``)."""
+    from autogradcli.torchside.graph import build_graph
+    from autogradcli.torchside.run import start
+
+    chosen, given = split(settings, values, keywords)
+    bound = bind(expression, given, chosen, const=const)
+    session = start(bound)
+    return build_graph(bound.program, session.forward(), session.leaves, bound.seed)
+
+
+def _differentiable(bound: Bound) -> Bound:
+    """Refuse what has nothing to differentiate (every input const, or no elements)."""
+    if not bound.differentiate:
+        raise VariableError("all_const")
+    empty = [n for n in bound.names if math.prod(bound.shapes[n]) == 0]
+    if empty or math.prod(bound.out_shape) == 0:
+        raise VariableError("no_elements", what=f"'{sorted(empty)[0]}'" if empty else "the output")
+    return bound
+
+
+__all__ = [
+    "Expression",
+    "Note",
+    "backward_graph",
+    "derivative",
+    "grad",
+    "hessian",
+    "jacobian",
+    "split",
+]

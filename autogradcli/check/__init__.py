@@ -1,0 +1,1 @@
+"""Checking: compare with the reference, reconcile, the verdict policy, causes, stable forms."""

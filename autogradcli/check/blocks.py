@@ -1,0 +1,129 @@
+"""Checks of derivative blocks (a Jacobian per input, a Hessian per pair, a K-th derivative
+per input): autograd's numbers against the reference, torch.autograd.functional's answer
+and the numeric opinion, settled by the verdict policy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from autogradcli.check.compare import compare
+from autogradcli.check.diagnose import check_cause, rounding_cause
+from autogradcli.check.verdict import AGREE, DISAGREE, ROUNDING, settle
+from autogradcli.notes import Note
+from autogradcli.reference.numeric import DEFAULT as NUMERIC
+from autogradcli.results import Block
+from autogradcli.settings import Settings
+
+
+def make_block(
+    key: str,
+    autograd: np.ndarray,
+    expected: np.ndarray,
+    settings: Settings,
+    relative: float,
+    *,
+    exact: bool,
+    kinks: np.ndarray | None = None,
+    kink_codes: frozenset[str] = frozenset(),
+    cross: tuple[np.ndarray, str] | None = None,
+    numeric: np.ndarray | None = None,
+    numeric_widen: np.ndarray | float = 0.0,
+) -> Block:
+    """One block compared with its reference (the verdict is settled by ``settle_blocks``)."""
+    rtol, atol = settings.tolerance
+    if not exact:
+        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
+    check = compare(autograd, expected, rtol, atol, kinks, relative=relative)
+    cross_agree = None
+    if cross is not None:
+        cross_agree = compare(autograd, cross[0], *settings.tolerance).agree
+    numeric_agree = None
+    if numeric is not None:
+        third = compare(
+            autograd,
+            numeric,
+            max(rtol, NUMERIC.rtol),
+            max(atol, NUMERIC.atol) + numeric_widen,
+            kinks,
+        )
+        numeric_agree = third.agree
+    return Block(
+        key=key,
+        autograd=autograd,
+        cross=None if cross is None else cross[0],
+        cross_name="" if cross is None else cross[1],
+        expected=expected,
+        max_abs_error=check.max_abs_error,
+        check=check,
+        cross_agree=cross_agree,
+        excluded=check.excluded,
+        numeric=numeric,
+        numeric_agree=numeric_agree,
+        verdict=AGREE if check.agree else DISAGREE,
+        kink_codes=kink_codes,
+    )
+
+
+def settle_blocks(
+    blocks: tuple[Block, ...],
+    dtype: str,
+    relative: float,
+    float64: Callable[[], Mapping[str, Block]],
+    diagnose: Callable[[], Any],
+    inputs_finite: bool,
+) -> tuple[Block, ...]:
+    """Each block's verdict (verdict.py): a low-precision block outside its tolerance is
+    compared with the same block run in float64 (``float64()``, made only if needed); within
+    the rounding bound with float64 agreeing it is ≈, otherwise ✗ with its cause."""
+    failing = [b for b in blocks if not b.check.agree]
+    if not failing:
+        return blocks
+    high = float64() if dtype != "float64" else {}
+    forward = diagnose() if any(not b.check.within_bound or not high for b in failing) else None
+    settled = []
+    for block in blocks:
+        if block.check.agree:
+            settled.append(block)
+            continue
+        other = high.get(block.key)
+        f64 = None if other is None or other.cross_agree is False else other.check
+        verdict = settle(block.check, f64)
+        if verdict == ROUNDING:
+            assert f64 is not None
+            cause = rounding_cause(block.check, f64, dtype, relative)
+            cross = None if block.cross_agree is None else True
+            settled.append(replace(block, verdict=verdict, cause=cause, cross_agree=cross))
+            continue
+        cause = check_cause(
+            block.check,
+            block.autograd,
+            block.expected,
+            None,
+            dtype=dtype,
+            forward=forward,
+            float64=f64,
+            inputs_finite=inputs_finite,
+            kinks=set(block.kink_codes),
+        )
+        settled.append(replace(block, verdict=verdict, cause=cause))
+    return tuple(settled)
+
+
+def block_notes(blocks: tuple[Block, ...]) -> list[Note]:
+    """Entries left out at kinks, with PyTorch's values there (named by block when several)."""
+    notes = []
+    for b in blocks:
+        if b.check.excluded:
+            data: dict[str, Any] = {
+                "codes": sorted(b.kink_codes),
+                "excluded": b.check.excluded,
+                "values": list(b.check.excluded_values),
+            }
+            if len(blocks) > 1:
+                data["prefix"] = f"{b.key}: "
+            notes.append(Note("kink", data))
+    return notes

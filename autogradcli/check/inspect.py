@@ -1,0 +1,86 @@
+"""``--inspect``: each named tensor as PyTorch holds it after the last pass, checked."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autogradcli.bind import named_tensors
+from autogradcli.check.compare import compare
+from autogradcli.lang.tree import Node, cut
+from autogradcli.reference import Model
+from autogradcli.results import TensorResult, VariableResult
+from autogradcli.torchside.build import Trace, to_numpy
+from autogradcli.torchside.graph import owners
+from autogradcli.torchside.run import Session, read_grad, tensor_of
+
+
+def inspect_tensors(
+    session: Session,
+    trace: Trace,
+    model: Model,
+    variables: dict[str, VariableResult],
+    scale: int,
+) -> tuple[TensorResult, ...]:
+    """Each named tensor after the last pass, checked against the reference (SymPy only).
+
+    A kept ``.grad`` is checked against the derivative of the output with respect to the
+    operation that made the tensor (so ``z = y`` and ``z = +y``, which are ``y`` itself in
+    PyTorch, get ``y``'s whole gradient, as PyTorch gives it)."""
+    bound = session.bound
+    made_by = owners(bound.program, trace)
+    leaf_names = {id(t): n for n, t in session.leaves.items()}
+    exact = model.by == "SymPy"
+    rows = []
+    for name, kind, node in named_tensors(bound.program):
+        tensor = session.leaves[name] if kind == "input" else tensor_of(trace, name)
+        value = to_numpy(tensor)
+        value_expected = value_agree = None
+        if node is not None and exact:
+            value_expected = model.value(node, session.seen)
+            value_agree = compare(value, value_expected, *bound.settings.tolerance).agree
+        grad, why = read_grad(tensor)
+        grad_expected = grad_agree = None
+        leaf = leaf_names.get(id(tensor))
+        if leaf is not None and leaf in variables and variables[leaf].requires_grad:
+            grad, grad_expected = variables[leaf].grad, variables[leaf].expected
+            grad_agree, why = variables[leaf].agree, None
+        elif grad is not None and tensor.grad_fn is not None:
+            why = None
+            if exact:
+                origin = made_by[id(tensor.grad_fn)].node
+                kept, kinks = _kept_grad(session, model, origin, name, value.shape)
+                grad_expected = scale * kept
+                tolerance = bound.settings.tolerance
+                grad_agree = compare(grad, grad_expected, *tolerance, kinks).agree
+        rows.append(
+            TensorResult(
+                name=name,
+                kind=kind,
+                value=value,
+                requires_grad=tensor.requires_grad,
+                is_leaf=tensor.is_leaf,
+                grad_fn=None if tensor.grad_fn is None else type(tensor.grad_fn).__name__,
+                value_expected=value_expected,
+                value_agree=value_agree,
+                grad=grad,
+                grad_expected=grad_expected,
+                grad_agree=grad_agree,
+                grad_note=why,
+            )
+        )
+    return tuple(rows)
+
+
+def _kept_grad(
+    session: Session, model: Model, origin: Node, name: str, shape: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The reference's derivative of the output with respect to the tensor ``origin`` made
+    (and its kinks): the program with that operation cut out and made an input of its own."""
+    bound = session.bound
+    target = f"@{name}"
+    sub = model.for_program(cut(bound.program, origin, target), {**bound.shapes, target: shape})
+    value = model.value(origin, session.seen)
+    expected = sub.evaluate(
+        {**session.seen, target: value}, session.seen_weights, frozenset({target})
+    )
+    return expected.grads[target], expected.kinks[target]

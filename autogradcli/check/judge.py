@@ -1,0 +1,296 @@
+"""Stage 6: the verdict of each check of a ``grad`` run (the policy is ``verdict.py``).
+
+Comparisons of autograd's numbers with the reference become verdicts and causes; the
+float64 re-run and the forward pass's diagnosis are made only when a check needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autogradcli.check.compare import Comparison, compare
+from autogradcli.check.diagnose import check_cause, forward_cause, rounding_cause
+from autogradcli.check.verdict import AGREE, ROUNDING, Cause, rounding_relative, settle, worst
+from autogradcli.notes import Note
+from autogradcli.reference import Reference
+from autogradcli.reference.expected import Expected
+from autogradcli.reference.numeric import DEFAULT as NUMERIC
+from autogradcli.results import PassResult, VariableResult
+from autogradcli.settings import TOLERANCES
+from autogradcli.torchside.run import Autograd, Passes, Session, float64_run
+
+
+def bounds(expected: Expected, name: str, scale: int = 1) -> tuple[Any, Any] | None:
+    """The numeric one-sided slopes for ``name``, times ``scale`` passes, or None."""
+    if name not in expected.bounds:
+        return None
+    low, high = expected.bounds[name]
+    return scale * low, scale * high
+
+
+@dataclass(frozen=True)
+class Float64Checks:
+    """The float64 re-run's output and gradients, compared with the reference."""
+
+    output: Comparison
+    grads: dict[str, Comparison]
+    numeric: dict[str, Comparison]
+
+
+def float64_checks(session: Session, expected: Expected, numbers: Expected | None, exact: bool):
+    """Run the same inputs (as the dtype rounded them) once in float64 and compare with the
+    reference at float64's tolerance: the evidence a ≈ verdict needs."""
+    run = float64_run(session)
+    rtol, atol = TOLERANCES["float64"]
+    if not exact:  # the numeric check is the reference
+        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
+    output = compare(run.output, expected.output, rtol, atol, huge=expected.output_huge)
+    grads, numeric = {}, {}
+    for name, got in run.grads.items():
+        grads[name] = compare(
+            got,
+            expected.grads[name],
+            rtol,
+            atol,
+            expected.kinks[name],
+            bounds(expected, name),
+            expected.huge.get(name),
+            unknown=expected.unknown_of(name),
+        )
+        if numbers is not None:
+            numeric[name] = compare(
+                got,
+                numbers.grads[name],
+                max(rtol, NUMERIC.rtol),
+                max(atol, NUMERIC.atol),
+                expected.kinks[name],
+                bounds(numbers, name),
+                unknown=numbers.unknown_of(name),
+            )
+    return Float64Checks(output, grads, numeric)
+
+
+Pick = Callable[[Float64Checks], Comparison]
+
+
+class Judge:
+    """The checks of one ``grad`` run against its reference."""
+
+    def __init__(
+        self,
+        session: Session,
+        autograd: Autograd,
+        reference: Reference,
+        expected: Expected,
+        numbers: Expected | None,
+        plan: Passes,
+        steps: int,
+    ) -> None:
+        settings = session.bound.settings
+        self.session, self.autograd, self.plan = session, autograd, plan
+        self.model = reference.model
+        self.exact = reference.exact
+        self.expected, self.numbers = expected, numbers
+        self.rtol, self.atol = settings.tolerance
+        if not self.exact:  # the numeric check is the reference: its own (looser) tolerance
+            self.rtol, self.atol = max(self.rtol, NUMERIC.rtol), max(self.atol, NUMERIC.atol)
+        self.dtype = settings.dtype
+        self.relative = rounding_relative(self.dtype, steps)
+        self.output_check = compare(
+            autograd.output,
+            expected.output,
+            self.rtol,
+            self.atol,
+            huge=expected.output_huge,
+            relative=self.relative,
+        )
+        self._float64: Float64Checks | None = None
+        self._forward: Cause | None = None
+        self._diagnosed = False
+
+    def check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
+        """``grads`` of ``name`` against ``scale`` times the reference's gradient."""
+        e = self.expected
+        return compare(
+            grads,
+            scale * e.grads[name],
+            self.rtol,
+            self.atol,
+            e.kinks[name],
+            bounds(e, name, scale),
+            e.huge.get(name),
+            self.relative,
+            e.unknown_of(name),
+        )
+
+    def numeric_check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
+        assert self.numbers is not None
+        return compare(
+            grads,
+            scale * self.numbers.grads[name],
+            max(self.rtol, NUMERIC.rtol),
+            max(self.atol, NUMERIC.atol),
+            self.expected.kinks[name],
+            bounds(self.numbers, name, scale),
+            relative=self.relative,
+            unknown=self.numbers.unknown_of(name),
+        )
+
+    def float64(self) -> Float64Checks | None:
+        """The same inputs once more in float64 (lazily; None when the dtype is float64)."""
+        if self.dtype == "float64":
+            return None
+        if self._float64 is None:
+            self._float64 = float64_checks(self.session, self.expected, self.numbers, self.exact)
+        return self._float64
+
+    def settle(self, check: Comparison, pick: Pick) -> str:
+        if check.agree:
+            return AGREE
+        f64 = self.float64()
+        return settle(check, None if f64 is None else pick(f64))
+
+    def cause(
+        self,
+        verdict: str,
+        check: Comparison,
+        pick: Pick,
+        actual: np.ndarray,
+        want: np.ndarray,
+        huge: np.ndarray | None,
+        kinks: set[str],
+    ) -> Cause | None:
+        if verdict == AGREE:
+            return None
+        f64 = self.float64()
+        f64_check = None if f64 is None else pick(f64)
+        if verdict == ROUNDING:
+            assert f64_check is not None
+            return rounding_cause(check, f64_check, self.dtype, self.relative)
+        finite = all(bool(np.all(np.isfinite(v))) for v in self.session.seen.values())
+        return check_cause(
+            check,
+            actual,
+            want,
+            huge,
+            dtype=self.dtype,
+            forward=self.forward(),
+            float64=f64_check,
+            inputs_finite=finite,
+            kinks=kinks,
+        )
+
+    def forward(self) -> Cause | None:
+        """Where the forward pass went wrong, if it did (computed once, SymPy only)."""
+        if not self._diagnosed and self.exact:
+            session = self.session
+            self._forward = forward_cause(
+                session.bound.program, self.autograd.trace, self.model, session.seen, self.dtype
+            )
+        self._diagnosed = True
+        return self._forward
+
+    def output(self) -> tuple[str, Cause | None]:
+        check, e = self.output_check, self.expected
+        verdict = self.settle(check, lambda f: f.output)
+        output = self.autograd.output
+        cause = self.cause(
+            verdict, check, lambda f: f.output, output, e.output, e.output_huge, set()
+        )
+        return verdict, cause
+
+    def variable(self, name: str, derivative: str | None, chain: str | None) -> VariableResult:
+        """Gradient, reference, verdict, cause and notes of one differentiated variable."""
+        e = self.expected
+        scale = self.plan.times(len(self.autograd.snapshots))
+        grad, want = self.autograd.snapshots[-1][name], scale * e.grads[name]
+        check = self.check(name, grad, scale)
+        verdict = self.settle(check, lambda f: f.grads[name])
+        huge = e.huge.get(name)
+        codes = e.kink_notes[name]
+        cause = self.cause(verdict, check, lambda f: f.grads[name], grad, want, huge, codes)
+        unknown = e.unknown_of(name)
+        marked = e.kinks[name] if unknown is None else e.kinks[name] | unknown
+        notes = variable_notes(codes, check, want, marked)
+        numeric = numeric_error = numeric_verdict = None
+        if self.numbers is not None and self.exact:
+            numeric = scale * self.numbers.grads[name]
+            third = self.numeric_check(name, grad, scale)
+            numeric_error = third.max_abs_error
+            numeric_verdict = self.settle(third, lambda f: f.numeric[name])
+            off = int(self.numbers.unknown[name].sum())
+            if off:
+                notes.append(Note("numeric_off_domain", {"elements": off}))
+            if third.bracketed:
+                notes.append(kink_step_note(third.bracketed, "numeric check: "))
+        return VariableResult(
+            name=name,
+            value=self.session.seen[name],
+            requires_grad=True,
+            grad=grad,
+            expected=want,
+            derivative=derivative,
+            chain=chain,
+            max_abs_error=check.max_abs_error,
+            notes=tuple(notes),
+            numeric=numeric,
+            numeric_max_abs_error=numeric_error,
+            verdict=verdict,
+            cause=cause,
+            numeric_verdict=numeric_verdict,
+        )
+
+    def passes(self) -> tuple[PassResult, ...]:
+        """``.grad`` after each pass against its multiple of the reference."""
+        results = []
+        names = self.session.bound.names
+        for index, grads in enumerate(self.autograd.snapshots, start=1):
+            scale = self.plan.times(index)
+            want = {n: scale * self.expected.grads[n] for n in names}
+            verdicts = [
+                self.settle(self.check(n, grads[n], scale), lambda f, n=n: f.grads[n])
+                for n in names
+            ]
+            results.append(PassResult(index, grads, want, worst(verdicts)))
+        return tuple(results)
+
+
+def kink_step_note(count: int, prefix: str = "") -> Note:
+    """The numeric step crosses a kink at ``count`` elements."""
+    data: dict[str, Any] = {"eps": NUMERIC.eps, "elements": count}
+    if prefix:
+        data["prefix"] = prefix
+    return Note("numeric_kink", data)
+
+
+def variable_notes(
+    codes: set[str], check: Comparison, expected: np.ndarray, kinks: np.ndarray
+) -> list[Note]:
+    """Notes on one variable: elements left out at kinks (with PyTorch's values there, as
+    printed), infinite and undefined derivatives."""
+    notes = []
+    if check.excluded:
+        notes.append(
+            Note(
+                "kink",
+                {
+                    "codes": sorted(codes),
+                    "excluded": check.excluded,
+                    "values": list(check.excluded_values),
+                },
+            )
+        )
+    with np.errstate(all="ignore"):
+        ordinary = np.where(kinks, 0.0, expected)
+        infinite, undefined = int(np.isinf(ordinary).sum()), int(np.isnan(ordinary).sum())
+    if infinite:
+        notes.append(Note("infinite_derivative", {"elements": infinite}))
+    if undefined:
+        notes.append(Note("undefined_derivative", {"elements": undefined}))
+    if check.bracketed:
+        notes.append(kink_step_note(check.bracketed))
+    return notes

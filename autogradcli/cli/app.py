@@ -1,0 +1,450 @@
+"""The command line: each command parses its options, calls the Python API, and hands the
+result to a renderer.
+
+torch and SymPy are imported only inside commands, so ``--help`` and ``--version`` answer at
+once. Every domain error becomes one ``Error: ...`` line on stderr (exit 2), its sentence
+spelled with this program's flags.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
+
+from autogradcli import __version__
+from autogradcli.cli.edge import errors, report_error
+from autogradcli.cli.options import ConstOption, VarOption, with_settings
+from autogradcli.errors import AutogradCliError, ValueSpecError, VariableError
+from autogradcli.lang.vocabulary import FUNCTIONS
+from autogradcli.settings import Settings
+
+DEFAULT = Settings()  # replaced by @with_settings with the one built from the options
+
+# Click's exception classes, reached through Typer's public BadParameter (they are Click's
+# UsageError and ClickException, whichever Click Typer uses).
+USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+class AutogradGroup(TyperGroup):
+    """Turns Click's own usage errors into the same one-line ``Error: ...`` (exit 2)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except (CLICK_EXCEPTION, _Usage) as exc:
+            if not standalone_mode:
+                raise
+            message = exc.format_message()
+            ctx = getattr(exc, "ctx", None)
+            if isinstance(exc, (USAGE_ERROR, _Usage)) and ctx is not None:
+                message = f"{message.rstrip('.')}. See '{ctx.command_path} --help'."
+            report_error(message, "usage", "usage", "--json" in argv)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        if standalone_mode:
+            sys.exit(rv if isinstance(rv, int) else 0)
+        return rv
+
+
+class _Usage(Exception):
+    """A usage error found while splitting the arguments (before Click parses them)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, ctx: typer.Context) -> None:
+        super().__init__(message)
+        self.ctx = ctx
+
+    def format_message(self) -> str:
+        return str(self)
+
+
+class GradCommand(TyperCommand):
+    """Accepts ``--NAME VALUE`` for any variable, options on either side of the expression,
+    and an expression that starts with a minus. Known options pass through to Click;
+    every other ``--NAME`` becomes ``--var NAME=VALUE``; the expression goes after ``--``."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        takes_value: dict[str, bool] = {}
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperOption):
+                for opt in (*param.opts, *param.secondary_opts):
+                    takes_value[opt] = not (param.is_flag or param.count)
+        known: list[str] = []
+        positional: list[str] = []
+        i = 0
+        while i < len(args):
+            token = args[i]
+            name, has_eq, inline = token.partition("=")
+            if token == "--":
+                positional += args[i + 1 :]
+                break
+            if name in takes_value:
+                step = 2 if takes_value[name] and not has_eq else 1
+                known += args[i : i + step]
+                i += step
+                continue
+            if token.startswith("--") and name[2:].isidentifier():
+                value: str | None = inline if has_eq else None
+                if not has_eq and i + 1 < len(args) and not args[i + 1].startswith("--"):
+                    value = args[i + 1]
+                    i += 1
+                known += ["--var", name[2:] if value is None else f"{name[2:]}={value}"]
+                i += 1
+                continue
+            positional.append(token)
+            i += 1
+        if len(positional) > 1:
+            raise _Usage(
+                f"got more than one expression ({', '.join(map(repr, positional))}); quote the "
+                "expression and give values as --NAME VALUE",
+                ctx,
+            )
+        return super().parse_args(ctx, [*known, "--", *positional])
+
+
+app = typer.Typer(
+    cls=AutogradGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Gradients by PyTorch autograd, checked against SymPy's symbolic derivative.",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"autograd-cli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Gradients by PyTorch autograd, checked against SymPy's symbolic derivative."""
+
+
+GRAD_EPILOG = (
+    "Give each variable a value with --NAME VALUE, e.g. "
+    'autograd-cli grad "2*x**4+x**3+3*x**2+5*x+1" --x 2, or '
+    'autograd-cli grad "mean((x+2)*(x+2)*3)" --x "ones(2,2)" --repeat 2. '
+    'Values: numbers, nested lists "[[1,2],[3,4]]", ones(2,2), zeros(3), full(2,3,0.5), '
+    "arange(1,16), linspace(0,1,5), reshape(arange(1,16),5,3), rand(2,3), randn(2,3), "
+    "or files @x.npy @x.pt @x.csv @x.json. "
+    "Exit codes: 0 autograd and SymPy agree (or agree within rounding, without --strict), "
+    "1 they disagree, 2 bad input."
+)
+
+ExpressionArg = Annotated[
+    str,
+    typer.Argument(
+        help="Expression in Python syntax: + - * / ** (or ^) @, "
+        + " ".join(FUNCTIONS)
+        + ", sum mean prod max min (x or x, dim), softmax log_softmax logsumexp (x, dim), "
+        "norm(x), dot(a, b), T(A) or A.T, constants pi e; or a program of steps separated "
+        'by ; or newlines, e.g. "y = x + 2; z = y*y*3; out = mean(z)".',
+        show_default=False,
+    ),
+]
+
+
+def _variables(specs: list[str]) -> dict[str, str | None]:
+    """``NAME=VALUE`` items as a dict (``NAME`` alone: no value); a name given twice is an error."""
+    values: dict[str, str | None] = {}
+    for spec in specs:
+        name, has_value, value = spec.partition("=")
+        name = name.strip()
+        if not name.isidentifier():
+            raise VariableError("not_name_value", spec=spec)
+        if name in values:
+            raise VariableError("given_twice", name=name, first=values[name], second=value)
+        values[name] = value if has_value else None
+    return values
+
+
+def _finish(result: Any, json_output: bool) -> NoReturn:
+    """Print the result (Rich or JSON) and exit with its verdict's code."""
+    from autogradcli.render import show
+
+    show(result, json_output)
+    raise typer.Exit(0 if result.agree else 1)
+
+
+# Options of `grad` that --order cannot combine with, and how to tell they were given.
+ORDER_CLASHES = ("weights", "repeat", "same_graph", "retain_graph", "zero_grad", "inspect")
+ORDER_CLASHES += ("retain_grad", "explain")
+
+
+@app.command(cls=GradCommand, epilog=GRAD_EPILOG)
+@with_settings(skip=("max_entries",))
+def grad(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    weights: Annotated[
+        str | None,
+        typer.Option(
+            metavar="W",
+            help="External gradient for a non-scalar output, out.backward(W): a value of the "
+            "output's shape, 'ones', or a variable's name.",
+        ),
+    ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(min=1, max=10_000, help="Passes of forward + backward; .grad accumulates."),
+    ] = 1,
+    same_graph: Annotated[
+        bool, typer.Option(help="With --repeat: run backward() again on one graph instead.")
+    ] = False,
+    retain_graph: Annotated[
+        bool,
+        typer.Option(help="With --same-graph: backward(retain_graph=True), so it can run again."),
+    ] = False,
+    zero_grad: Annotated[
+        bool, typer.Option(help="Set .grad to None between passes, as optimizer.zero_grad().")
+    ] = False,
+    inspect: Annotated[
+        bool,
+        typer.Option(
+            help="Show every named tensor: data, requires_grad, is_leaf, grad_fn and .grad."
+        ),
+    ] = False,
+    retain_grad: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME",
+            help="Call retain_grad() on step NAME (or 'all'), so its .grad shows (implies "
+            "--inspect).",
+        ),
+    ] = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            help="Show the chain rule node by node as backward() ran it, checked by SymPy."
+        ),
+    ] = False,
+    order: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=8,
+            help="The K-th derivative of an elementwise expression (create_graph=True, K times).",
+        ),
+    ] = 1,
+    const: ConstOption = None,
+    settings: Settings = DEFAULT,
+    json_output: bool = False,
+) -> None:
+    """Compute gradients with autograd's backward() and check them against SymPy."""
+    import autogradcli as ag
+
+    given = {
+        "weights": weights is not None and weights.strip() != "ones",
+        "repeat": repeat > 1,
+        "same_graph": same_graph,
+        "retain_graph": retain_graph,
+        "zero_grad": zero_grad,
+        "inspect": inspect,
+        "retain_grad": bool(retain_grad),
+        "explain": explain,
+    }
+    with errors(ctx, json_output):
+        values = _variables(var or [])
+        if order > 1:
+            clash = [option for option in ORDER_CLASHES if given[option]]
+            if clash:
+                raise VariableError("order_combination", order=order, option=clash[0])
+            derived = ag.derivative(
+                expression, values, order=order, settings=settings, const=const or []
+            )
+            _finish(derived, json_output)
+        result = ag.grad(
+            expression,
+            values,
+            settings=settings,
+            weights=weights,
+            repeat=repeat,
+            same_graph=same_graph,
+            retain_graph=retain_graph,
+            zero_grad=zero_grad,
+            inspect=inspect,
+            retain_grad=retain_grad or [],
+            explain=explain,
+            const=const or [],
+        )
+    _finish(result, json_output)
+
+
+JACOBIAN_EPILOG = (
+    'Example: autograd-cli jacobian "x*sum(x)" --x "[1.0, 2.0]" --show-rows. '
+    "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=JACOBIAN_EPILOG)
+@with_settings()
+def jacobian(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    show_rows: Annotated[
+        bool,
+        typer.Option(help="Print each row with the one-hot external gradient that made it."),
+    ] = False,
+    const: ConstOption = None,
+    settings: Settings = DEFAULT,
+    json_output: bool = False,
+) -> None:
+    """The full Jacobian: one backward() per output element with a one-hot gradient."""
+    import autogradcli as ag
+
+    with errors(ctx, json_output):
+        values = _variables(var or [])
+        result = ag.jacobian(
+            expression, values, settings=settings, const=const or [], rows=show_rows
+        )
+    _finish(result, json_output)
+
+
+HESSIAN_EPILOG = (
+    'Example: autograd-cli hessian "x**2*y + y**3" --x 1 --y 2. '
+    "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=HESSIAN_EPILOG)
+@with_settings()
+def hessian(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    const: ConstOption = None,
+    settings: Settings = DEFAULT,
+    json_output: bool = False,
+) -> None:
+    """Second derivatives of a one-element output, via create_graph=True, against SymPy."""
+    import autogradcli as ag
+
+    with errors(ctx, json_output):
+        values = _variables(var or [])
+        result = ag.hessian(expression, values, settings=settings, const=const or [])
+    _finish(result, json_output)
+
+
+GRAPH_EPILOG = (
+    'Example: autograd-cli graph "y = x + 2; z = y*y*3; out = mean(z)" --x "ones(2,2)" '
+    "--dot graph.dot. Values as for grad. Exit codes: 0 done, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=GRAPH_EPILOG)
+@with_settings(skip=("rtol", "atol", "numeric", "strict", "max_entries"))
+def graph(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    dot: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Write the graph as Graphviz DOT text to FILE ('-': print it)."
+        ),
+    ] = None,
+    svg: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Render the graph to FILE as SVG (needs Graphviz)."),
+    ] = None,
+    png: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Render the graph to FILE as PNG (needs Graphviz)."),
+    ] = None,
+    const: ConstOption = None,
+    settings: Settings = DEFAULT,
+    json_output: bool = False,
+) -> None:
+    """Show the backward graph PyTorch records: grad_fn nodes down to the leaves."""
+    import autogradcli as ag
+    from autogradcli.render import dot as dots
+
+    with errors(ctx, json_output):
+        to_stdout = dot is not None and str(dot) == "-"
+        if to_stdout and json_output:
+            raise VariableError("dot_stdout_json")
+        images = [(path, fmt) for path, fmt in ((svg, "svg"), (png, "png")) if path is not None]
+        for path, fmt in images:
+            _check_file(path, fmt)
+        if images:
+            dots.need_graphviz(images[0][1])
+        values = _variables(var or [])
+        built = ag.backward_graph(expression, values, settings=settings, const=const or [])
+        text = dots.to_dot(built)
+        written = []
+        if dot is not None and not to_stdout:
+            _write(dot, text, "dot")
+            written.append(str(dot))
+        for path, fmt in images:
+            dots.render_image(text, path, fmt)
+            written.append(str(path))
+    _show_graph(built, text, written, to_stdout, json_output)
+
+
+def _show_graph(
+    built: Any, text: str, written: list[str], to_stdout: bool, json_output: bool
+) -> NoReturn:
+    if json_output:
+        from autogradcli.render.json import dumps
+
+        typer.echo(dumps({**built.to_dict(), "written": written}))
+    elif to_stdout:
+        typer.echo(text, nl=False)
+    else:
+        from autogradcli.render import show
+
+        show(built, False)
+        for path in written:
+            typer.echo(f"wrote {path}")
+    raise typer.Exit(0)
+
+
+def _check_file(path: Path, option: str) -> None:
+    if path.is_dir():
+        raise ValueSpecError("path_is_folder", option=option, path=str(path))
+
+
+def _write(path: Path, text: str, option: str) -> None:
+    _check_file(path, option)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ValueSpecError(
+            "cannot_write", path=str(path), detail=str(exc.strerror or exc)
+        ) from None
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+__all__ = ["AutogradCliError", "app", "main"]

@@ -1,0 +1,72 @@
+"""Where the library's errors meet the command line: one ``Error: ...`` line, exit 2.
+
+The library raises errors as codes with data; here their sentences are made with this
+program's flags (``--repeat 2``), and an unknown variable that looks like a mistyped option
+gets a hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import typer
+from typer.core import TyperOption
+
+from autogradcli.errors import AutogradCliError, UnknownVariableError
+from autogradcli.messages import CLI, error_text
+from autogradcli.render.json import error_document
+
+USAGE_EXIT = 2
+
+
+def report_error(message: str, kind: str, code: str, json_output: bool) -> None:
+    """``Error: ...`` on stderr; with ``--json`` also ``{"error": ...}`` on stdout."""
+    message = " ".join(message.split())
+    if json_output:
+        typer.echo(error_document(kind, code, message))
+    typer.echo(f"Error: {message}", err=True)
+
+
+def fail(message: str, kind: str, code: str, json_output: bool) -> NoReturn:
+    report_error(message, kind, code, json_output)
+    raise typer.Exit(USAGE_EXIT)
+
+
+@contextmanager
+def errors(ctx: typer.Context, json_output: bool) -> Iterator[None]:
+    """Every error of a command as one ``Error: ...`` line, exit 2."""
+    try:
+        yield
+    except UnknownVariableError as exc:
+        message = error_text(exc, CLI) + _suggest_option(exc.name, ctx)
+        fail(message, exc.kind, exc.code, json_output)
+    except AutogradCliError as exc:
+        fail(error_text(exc, CLI), exc.kind, exc.code, json_output)
+    except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
+        # A failure inside PyTorch, SymPy or NumPy on input the checks let through.
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        code = "library_failure"
+        message = error_text(_Failure(code, type(exc).__name__, detail), CLI)
+        fail(message, "computation", code, json_output)
+
+
+class _Failure:
+    def __init__(self, code: str, error: str, detail: str) -> None:
+        self.code = code
+        self.data = {"error": error, "detail": detail}
+
+
+def _suggest_option(name: str, ctx: typer.Context) -> str:
+    """``; did you mean --json?`` when an unknown variable looks like a mistyped option."""
+    options = [
+        o[2:]
+        for p in ctx.command.params
+        if isinstance(p, TyperOption)
+        for o in p.opts
+        if o.startswith("--")
+    ]
+    close = difflib.get_close_matches(name.replace("_", "-"), options, n=1, cutoff=0.6)
+    return f"; did you mean --{close[0]}?" if close else ""

@@ -1,0 +1,215 @@
+"""The options every command shares, declared once, and the decorator that adds them.
+
+``@with_settings`` appends the shared options to a command's signature (so Typer shows
+them) and hands the command one ``Settings`` built from them, plus ``json_output``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from enum import Enum
+from typing import Annotated, Any
+
+import typer
+
+from autogradcli.settings import DTYPES, Limits, Settings
+
+LIMITS = "Limits"
+
+Dtype = Enum("Dtype", {name: name for name in DTYPES}, type=str)  # type: ignore[misc]
+
+VarOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--var",
+        metavar="NAME=VALUE",
+        help="A variable's value; same as --NAME VALUE, for names that clash with options.",
+    ),
+]
+ConstOption = Annotated[
+    list[str] | None,
+    typer.Option(metavar="NAME", help="Make NAME a tensor with requires_grad=False."),
+]
+
+# The shared options: name, annotation, default. Settings and Limits take them by name.
+SHARED: list[tuple[str, Any, Any]] = [
+    (
+        "device",
+        Annotated[
+            str, typer.Option(help="auto (CUDA if available, else CPU), cpu, cuda, cuda:N or mps.")
+        ],
+        "auto",
+    ),
+    ("dtype", Annotated[Dtype, typer.Option(help="Tensor dtype.")], Dtype.float32),
+    (
+        "rtol",
+        Annotated[
+            float | None,
+            typer.Option(help="Relative tolerance (default: torch.testing's for the dtype)."),
+        ],
+        None,
+    ),
+    (
+        "atol",
+        Annotated[
+            float | None,
+            typer.Option(help="Absolute tolerance (default: torch.testing's for the dtype)."),
+        ],
+        None,
+    ),
+    (
+        "seed",
+        Annotated[
+            int | None,
+            typer.Option(
+                min=0,
+                max=2**63 - 1,
+                help="Seed for rand()/randn() values (default: random, reported).",
+            ),
+        ],
+        None,
+    ),
+    (
+        "numeric",
+        Annotated[
+            bool,
+            typer.Option(
+                help="Add central finite differences in float64 (gradcheck's method) as a "
+                "third check."
+            ),
+        ],
+        False,
+    ),
+    (
+        "strict",
+        Annotated[
+            bool,
+            typer.Option(
+                help="Count a ≈ verdict (within the dtype's rounding, float64 agrees) as a "
+                "disagreement: exit 1."
+            ),
+        ],
+        False,
+    ),
+    (
+        "max_elements",
+        Annotated[
+            int,
+            typer.Option(
+                min=1,
+                help="Largest number of elements any tensor may have.",
+                rich_help_panel=LIMITS,
+            ),
+        ],
+        Limits.max_elements,
+    ),
+    (
+        "max_length",
+        Annotated[
+            int,
+            typer.Option(min=1, help="Longest expression, in characters.", rich_help_panel=LIMITS),
+        ],
+        Limits.max_length,
+    ),
+    (
+        "max_depth",
+        Annotated[
+            int,
+            typer.Option(min=1, help="Deepest nesting of the expression.", rich_help_panel=LIMITS),
+        ],
+        Limits.max_depth,
+    ),
+    (
+        "max_exponent",
+        Annotated[
+            int,
+            typer.Option(
+                min=1,
+                help="Largest constant exponent of a variable (x**N).",
+                rich_help_panel=LIMITS,
+            ),
+        ],
+        Limits.max_exponent,
+    ),
+    (
+        "sympy_seconds",
+        Annotated[
+            float,
+            typer.Option(
+                "--sympy-timeout",
+                min=0.0,
+                help="Seconds for SymPy's exact check; past them the numeric check stands in.",
+                rich_help_panel=LIMITS,
+            ),
+        ],
+        Limits.sympy_seconds,
+    ),
+    (
+        "max_entries",
+        Annotated[
+            int,
+            typer.Option(
+                min=1,
+                help="Largest number of derivative entries to compute.",
+                rich_help_panel=LIMITS,
+            ),
+        ],
+        Limits.max_entries,
+    ),
+    ("json_output", Annotated[bool, typer.Option("--json", help="Print one JSON object.")], False),
+]
+SHARED_NAMES = frozenset(name for name, _, _ in SHARED)
+
+
+def settings_from(values: dict[str, Any]) -> Settings:
+    """One ``Settings`` from the shared options' values."""
+    limits = {k: values[k] for k in values if hasattr(Limits, k)}
+    dtype = values["dtype"]
+    return Settings(
+        device=values["device"],
+        dtype=dtype.value if isinstance(dtype, Enum) else dtype,
+        rtol=values["rtol"],
+        atol=values["atol"],
+        seed=values["seed"],
+        limits=Limits(**limits),
+        numeric=values["numeric"],
+        strict=values["strict"],
+    )
+
+
+def with_settings(
+    skip: tuple[str, ...] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add the shared options (but ``skip``) to a command; it receives ``settings`` and
+    ``json_output`` instead of them."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name not in ("settings", "json_output")
+        ]
+        extra = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind
+            )
+            for name, kind, default in SHARED
+            if name not in skip
+        ]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            shared = {name: kwargs.pop(name, default) for name, _, default in SHARED}
+            json_output = shared.pop("json_output")
+            return command(*args, settings=settings_from(shared), json_output=json_output, **kwargs)
+
+        parameters = [*own, *extra]
+        wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+        return wrapper
+
+    return decorate

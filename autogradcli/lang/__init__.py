@@ -1,0 +1,1 @@
+"""The expression and value languages: vocabulary, parser, tree, shapes, values."""

@@ -1,0 +1,141 @@
+"""Facts about a tree that need no tensors: constants, kinds of operation, rounding steps."""
+
+from __future__ import annotations
+
+import math
+
+from autogradcli.errors import ExpressionError, LimitError
+from autogradcli.lang.tree import (
+    PY_BINARY,
+    PY_UNARY,
+    Binary,
+    Call,
+    Expression,
+    Fold,
+    Name,
+    Node,
+    Num,
+    NumberValue,
+    Unary,
+    walk,
+)
+from autogradcli.lang.vocabulary import CONSTANTS, KINKED, REDUCTIONS, TENSOR_FUNCTIONS
+from autogradcli.settings import Limits
+
+MAX_INT_BITS = 1024  # integer constants stay below the float range
+
+# Tensor functions that sum (or compare) many numbers: each adds rounding steps.
+REDUCING = frozenset(
+    {"sum", "mean", "prod", "max", "min", "softmax", "log_softmax", "logsumexp", "norm", "dot"}
+)
+
+
+def constant_binary(op: str, left: NumberValue, right: NumberValue) -> NumberValue:
+    """Python's arithmetic on two numbers, refusing results too large to represent."""
+    text = f"{left}{op}{right}"
+    if op == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
+        bits = max(abs(left).bit_length() - 1, 0) * right
+        if bits > MAX_INT_BITS:
+            raise LimitError("power_too_large", left=left, right=right, bits=bits)
+    try:
+        result = PY_BINARY[op](left, right)
+    except ZeroDivisionError:
+        raise ExpressionError("constant_division_by_zero", text=text) from None
+    except OverflowError:
+        raise LimitError("constant_overflow", text=text) from None
+    if isinstance(result, complex):
+        raise ExpressionError("constant_complex", text=text)
+    if isinstance(result, int) and result.bit_length() > MAX_INT_BITS:
+        raise LimitError("constant_too_large", text=text)
+    return result  # type: ignore[return-value]
+
+
+class _Constant(Fold[NumberValue | None]):
+    """The Python value of a subtree without variables (``pi``/``e`` included), else None."""
+
+    def num(self, node: Num) -> NumberValue | None:
+        return node.value
+
+    def name(self, node: Name) -> NumberValue | None:
+        return CONSTANTS[node.id][0] if node.id in CONSTANTS else None
+
+    def unary(self, node: Unary, operand: NumberValue | None) -> NumberValue | None:
+        return None if operand is None else PY_UNARY[node.op](operand)  # type: ignore[return-value]
+
+    def binary(
+        self, node: Binary, left: NumberValue | None, right: NumberValue | None
+    ) -> NumberValue | None:
+        if node.op == "@" or left is None or right is None:
+            return None
+        return constant_binary(node.op, left, right)
+
+    def call(
+        self, node: Call, arg: NumberValue | None, other: NumberValue | None
+    ) -> NumberValue | None:
+        return None
+
+
+constant_value = _Constant()
+
+
+def check_constants(root: Node, limits: Limits) -> None:
+    """Compute every constant subtree (with size checks) and bound the exponents."""
+    for node in walk(root):
+        if not isinstance(node, Binary):
+            continue
+        if node.op == "**" and constant_value(node.left) is None:
+            exponent = constant_value(node.right)
+            if exponent is not None and abs(exponent) > limits.max_exponent:
+                raise LimitError("exponent_too_large", exponent=exponent, limit=limits.max_exponent)
+        constant_value(node)
+
+
+def is_full_reduction(node: Node) -> bool:
+    """``sum(x)`` or ``mean(x)`` over all elements: what the elementwise model handles."""
+    return isinstance(node, Call) and node.func in REDUCTIONS and node.dim is None
+
+
+def is_elementwise(expression: Expression) -> bool:
+    """Only elementwise operations and full sum/mean (no dims, products or matrix algebra)."""
+    return all(
+        not (isinstance(n, Binary) and n.op == "@")
+        and not (isinstance(n, Call) and n.func in TENSOR_FUNCTIONS and not is_full_reduction(n))
+        for root in expression.roots()
+        for n in walk(root)
+    )
+
+
+def calls(expression: Expression) -> set[str]:
+    """The functions an expression calls."""
+    return {n.func for root in expression.roots() for n in walk(root) if isinstance(n, Call)}
+
+
+def has_kink(expression: Expression) -> bool:
+    """Whether the expression calls a function with a kink (vocabulary.KINKED)."""
+    return bool(calls(expression) & KINKED)
+
+
+def rounding_steps(
+    expression: Expression, shapes: dict[str, tuple[int, ...]], limits: Limits
+) -> int:
+    """Rounded operations behind one number of the result (see ``verdict``): three per
+    operation (forward, local derivative, product), plus ceil(log2 n) for each sum of n
+    numbers: reductions, matrix products and the gradient of a broadcast input."""
+    from autogradcli.check.verdict import reduction_steps
+    from autogradcli.lang.shapes import infer_shape, program_shapes
+
+    shapes = program_shapes(expression, shapes, limits)
+    steps = 0
+    for root in expression.roots():
+        for node in walk(root):
+            if isinstance(node, (Unary, Binary, Call)):
+                steps += 3
+            if isinstance(node, Call) and node.func in REDUCING:
+                shape = infer_shape(node.arg, shapes, limits)
+                count = math.prod(shape) if node.dim is None or not shape else shape[node.dim]
+                steps += reduction_steps(count)
+            elif isinstance(node, Binary) and node.op == "@":
+                steps += reduction_steps(infer_shape(node.left, shapes, limits)[-1])
+    out = math.prod(infer_shape(expression.root, shapes, limits))
+    spread = max((out // max(math.prod(shapes[n]), 1) for n in expression.variables), default=1)
+    return steps + reduction_steps(spread)

@@ -1,0 +1,296 @@
+"""Read variable values: numbers, nested lists, constructors such as ``ones(2,2)``, and files.
+
+Value text is parsed with the same whitelist approach as expressions (``ast`` walk, no
+evaluation). Element counts are checked before anything is allocated. Files load with
+``allow_pickle=False`` (NumPy) and ``weights_only=True`` (PyTorch).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autogradcli.errors import LimitError, ValueSpecError
+from autogradcli.settings import Limits
+
+CONSTRUCTORS = ("ones", "zeros", "full", "arange", "linspace", "reshape", "rand", "randn")
+FILE_TYPES = (".npy", ".pt", ".csv", ".json")
+
+
+class RandomSource:
+    """``torch.rand``/``torch.randn`` from one seeded generator, as after ``torch.manual_seed``."""
+
+    def __init__(self, seed: int, dtype_name: str) -> None:
+        self.seed = seed
+        self.dtype_name = dtype_name
+        self._generator: Any = None
+
+    @property
+    def used(self) -> bool:
+        """Whether any random value was drawn (so the seed matters)."""
+        return self._generator is not None
+
+    def draw(self, kind: str, shape: tuple[int, ...]) -> np.ndarray:
+        import torch
+
+        if self._generator is None:
+            self._generator = torch.Generator().manual_seed(self.seed)
+        sample = getattr(torch, kind)(
+            shape, generator=self._generator, dtype=getattr(torch, self.dtype_name)
+        )
+        return sample.to(torch.float64).numpy()
+
+
+def read_value(spec: Any, limits: Limits, random: RandomSource | None = None) -> np.ndarray:
+    """A float64 array from value text (or, for the Python API, a number, list or array)."""
+    if isinstance(spec, str):
+        text = spec.strip()
+        if not text:
+            raise ValueSpecError("value_empty")
+        if len(text) > limits.max_length * 100:
+            raise LimitError("value_too_long", length=len(text))
+        if text.startswith("@"):
+            return read_file(text[1:], limits)
+        try:
+            tree = ast.parse(text, mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            raise ValueSpecError("value_unreadable", text=_short(text)) from None
+        return _Reader(limits, random).value(tree.body)
+    if hasattr(spec, "detach"):  # a torch tensor given through the Python API
+        import torch
+
+        spec = spec.detach().to("cpu", torch.float64, copy=True).numpy()
+    return _as_array(spec, limits)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _as_array(data: Any, limits: Limits) -> np.ndarray:
+    try:
+        array = np.asarray(data, dtype=np.float64)
+    except (ValueError, TypeError):
+        raise ValueSpecError("ragged_list") from None
+    check_elements(array.shape, limits)
+    return array
+
+
+def check_elements(shape: tuple[int, ...], limits: Limits) -> None:
+    """Refuse a shape with more elements than ``limits.max_elements`` (before allocating)."""
+    size = math.prod(shape)
+    if size > limits.max_elements:
+        raise LimitError("value_too_large", shape=list(shape), size=size, limit=limits.max_elements)
+
+
+class _Reader:
+    """Walks the ``ast`` of a value: numbers, lists and the constructors, nothing else."""
+
+    def __init__(self, limits: Limits, random: RandomSource | None) -> None:
+        self.limits = limits
+        self.random = random
+
+    def value(self, node: ast.AST) -> np.ndarray:
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return _as_array(self.nested(node, 0), self.limits)
+        return np.asarray(self.number(node), dtype=np.float64)
+
+    def number(self, node: ast.AST) -> float:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            inner = self.number(node.operand)
+            return -inner if isinstance(node.op, ast.USub) else inner
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool)
+        ):
+            try:
+                return float(node.value)
+            except OverflowError:
+                raise LimitError("number_too_large", value=str(node.value)) from None
+        if isinstance(node, ast.Name) and node.id in ("inf", "nan"):
+            return float(node.id)
+        raise ValueSpecError("not_a_number", text=_short(ast.unparse(node)))
+
+    def nested(self, node: ast.AST, depth: int) -> Any:
+        if depth > 32:
+            raise LimitError("list_too_deep", limit=32)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.nested(item, depth + 1) for item in node.elts]
+        return self.number(node)
+
+    def integer(self, node: ast.AST, what: str) -> int:
+        number = self.number(node)
+        if not number.is_integer():
+            raise ValueSpecError("not_whole", what=what, number=number)
+        return int(number)
+
+    def shape(self, nodes: list[ast.expr], name: str) -> tuple[int, ...]:
+        if not nodes:
+            raise ValueSpecError("shape_needed", name=name)
+        shape = tuple(self.integer(n, f"a size in {name}()") for n in nodes)
+        if any(size < 0 for size in shape):
+            raise ValueSpecError("negative_size", name=name, shape=list(shape))
+        check_elements(shape, self.limits)
+        if any(size > self.limits.max_elements for size in shape):  # zeros(0, 10**19)
+            raise LimitError("size_too_large", name=name, limit=self.limits.max_elements)
+        return shape
+
+    def call(self, node: ast.Call) -> np.ndarray:
+        name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+        if name not in CONSTRUCTORS:
+            raise ValueSpecError("unknown_constructor", name=_short(name))
+        if node.keywords:
+            raise ValueSpecError("positional_only", name=name)
+        args = node.args
+        builders: dict[str, Callable[[list[ast.expr]], np.ndarray]] = {
+            "ones": lambda a: np.ones(self.shape(a, name)),
+            "zeros": lambda a: np.zeros(self.shape(a, name)),
+            "full": self.full,
+            "arange": self.arange,
+            "linspace": self.linspace,
+            "reshape": self.reshape,
+            "rand": self.random_draw("rand"),
+            "randn": self.random_draw("randn"),
+        }
+        return builders[name](args)
+
+    def full(self, args: list[ast.expr]) -> np.ndarray:
+        if len(args) < 2:
+            raise ValueSpecError("full_arguments")
+        return np.full(self.shape(args[:-1], "full"), self.number(args[-1]))
+
+    def arange(self, args: list[ast.expr]) -> np.ndarray:
+        if not 1 <= len(args) <= 3:
+            raise ValueSpecError("arange_arguments")
+        numbers = [self.number(a) for a in args]
+        start, end, step = (0.0, numbers[0], 1.0) if len(numbers) == 1 else (*numbers[:2], 1.0)
+        if len(numbers) == 3:
+            step = numbers[2]
+        if step == 0 or not all(map(math.isfinite, (start, end, step))):
+            raise ValueSpecError("arange_step")
+        count = (end - start) / step
+        if not math.isfinite(count):
+            raise LimitError("arange_too_many")
+        check_elements((max(math.ceil(count), 0),), self.limits)
+        return np.arange(start, end, step, dtype=np.float64)
+
+    def linspace(self, args: list[ast.expr]) -> np.ndarray:
+        if len(args) != 3:
+            raise ValueSpecError("linspace_arguments")
+        start, end = self.number(args[0]), self.number(args[1])
+        steps = self.integer(args[2], "steps in linspace()")
+        if steps < 0:
+            raise ValueSpecError("linspace_negative")
+        check_elements((steps,), self.limits)
+        return np.linspace(start, end, steps)
+
+    def reshape(self, args: list[ast.expr]) -> np.ndarray:
+        if len(args) < 2:
+            raise ValueSpecError("reshape_arguments")
+        data = self.value(args[0])
+        shape = tuple(self.integer(a, "a size in reshape()") for a in args[1:])
+        try:
+            return data.reshape(shape)
+        except ValueError:
+            raise ValueSpecError("reshape_size", size=data.size, shape=list(shape)) from None
+
+    def random_draw(self, kind: str) -> Callable[[list[ast.expr]], np.ndarray]:
+        def draw(args: list[ast.expr]) -> np.ndarray:
+            shape = self.shape(args, kind)
+            if self.random is None:
+                raise ValueSpecError("random_unavailable", kind=kind)
+            return self.random.draw(kind, shape)
+
+        return draw
+
+
+def read_file(path_text: str, limits: Limits) -> np.ndarray:
+    """Load ``.npy``, ``.pt`` (``weights_only=True``), ``.csv`` or ``.json`` as float64."""
+    path = Path(path_text)
+    suffix = path.suffix.lower()
+    if suffix not in FILE_TYPES:
+        raise ValueSpecError(
+            "file_type", path=path_text, suffix=suffix or path.name, types=", ".join(FILE_TYPES)
+        )
+    try:
+        if path.is_dir():
+            raise ValueSpecError("file_is_directory", path=path_text)
+        size = os.path.getsize(path)
+        if size > limits.max_elements * 64 + 4096:
+            raise LimitError("file_too_large", path=path_text, size=size, limit=limits.max_elements)
+        return _LOADERS[suffix](path, limits)
+    except OSError as exc:
+        raise ValueSpecError(
+            "file_unreadable", path=path_text, detail=str(exc.strerror or exc)
+        ) from None
+
+
+def _load_npy(path: Path, limits: Limits) -> np.ndarray:
+    try:
+        mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as exc:
+        raise ValueSpecError("npy_unreadable", path=str(path), detail=str(exc)) from None
+    if not isinstance(mapped, np.ndarray) or mapped.dtype.kind not in "biuf":
+        raise ValueSpecError("npy_not_numeric", path=str(path))
+    check_elements(mapped.shape, limits)
+    return np.array(mapped, dtype=np.float64)
+
+
+def _load_pt(path: Path, limits: Limits) -> np.ndarray:
+    import torch
+
+    try:
+        with warnings.catch_warnings():  # protocol notes from the safe unpickler are noise here
+            warnings.simplefilter("ignore")
+            data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for foreign or malicious files
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueSpecError("pt_unreadable", path=str(path), detail=first) from None
+    if not isinstance(data, torch.Tensor):
+        raise ValueSpecError("pt_not_tensor", path=str(path), kind=type(data).__name__)
+    if data.is_complex() or data.dtype == torch.bool:
+        raise ValueSpecError("pt_not_real", path=str(path), dtype=str(data.dtype))
+    check_elements(tuple(data.shape), limits)
+    return data.to(torch.float64, copy=True).numpy()
+
+
+def _load_csv(path: Path, limits: Limits) -> np.ndarray:
+    try:
+        return _as_array(np.loadtxt(path, delimiter=",", dtype=np.float64), limits)
+    except ValueError as exc:
+        raise ValueSpecError("csv_unreadable", path=str(path), detail=str(exc)) from None
+
+
+def _load_json(path: Path, limits: Limits) -> np.ndarray:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueSpecError("json_unreadable", path=str(path), detail=str(exc)) from None
+    if not _is_numeric_nest(data):
+        raise ValueSpecError("json_not_numbers", path=str(path))
+    return _as_array(data, limits)
+
+
+def _is_numeric_nest(data: Any, depth: int = 0) -> bool:
+    if isinstance(data, list) and depth < 32:
+        return all(_is_numeric_nest(item, depth + 1) for item in data)
+    return isinstance(data, (int, float)) and not isinstance(data, bool)
+
+
+_LOADERS: dict[str, Callable[[Path, Limits], np.ndarray]] = {
+    ".npy": _load_npy,
+    ".pt": _load_pt,
+    ".csv": _load_csv,
+    ".json": _load_json,
+}

@@ -1,0 +1,377 @@
+"""The commands as compositions of the stages: bind → autograd run → reference →
+reconcile → verdict → result. Each stage returns a new value; none edits another's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autogradcli.bind import Bound, Passes, bind
+from autogradcli.check.blocks import block_notes, make_block, settle_blocks
+from autogradcli.check.judge import Judge
+from autogradcli.check.reconcile import domain_edges
+from autogradcli.check.verdict import rounding_relative
+from autogradcli.errors import VariableError
+from autogradcli.lang.analysis import rounding_steps
+from autogradcli.notes import Note
+from autogradcli.reference import NumericModel, Reference, choose, exact_or_none
+from autogradcli.reference.numeric import DEFAULT as NUMERIC
+from autogradcli.results import Block, DerivativeResult, GradResult, JacobianRow, VariableResult
+from autogradcli.torchside import higher
+from autogradcli.torchside.run import Session, run_passes, start
+
+
+def steps_of(bound: Bound, passes: int = 0) -> int:
+    """The rounding steps behind one number of the result (verdict.py)."""
+    return rounding_steps(bound.program, bound.shapes, bound.limits) + passes
+
+
+@dataclass(frozen=True)
+class GradRequest:
+    """What ``grad`` is asked to do beyond binding values (see ``api.grad``)."""
+
+    plan: Passes = field(default_factory=Passes)
+    retained: tuple[str, ...] = ()  # steps whose .grad is kept
+    explicit: bool = True  # the steps were named (not "all"): one without grad is an error
+    inspect: bool = False
+    explain: bool = False
+
+
+def reference_for(bound: Bound, session: Session) -> Reference:
+    """SymPy's reference at the inputs autograd saw (or central differences, with a note)."""
+    weights = None if session.weight_tensor is None else session.seen_weights
+    p = bound.program
+    return choose(p, bound.shapes, bound.limits, session.seen, weights, bound.differentiate)
+
+
+def run_grad(bound: Bound, request: GradRequest) -> GradResult:
+    """``grad``: the passes, the reference, the verdict of every check, the result."""
+    plan, settings = request.plan, bound.settings
+    session = start(bound)
+    retained = list(request.retained)
+    autograd = run_passes(session, plan, retained, request.explicit, request.explain)
+    reference = reference_for(bound, session)
+    weights = None if session.weight_tensor is None else session.seen_weights
+    numeric = NumericModel(bound.program, bound.shapes, bound.limits)
+    expected, notes = reference.expected, list(reference.notes)
+    if reference.exact:
+        edge = NumericModel(bound.program, bound.shapes, bound.limits, bounds=True)
+        expected, edges = domain_edges(edge, session.seen, weights, expected)
+        notes += edges
+    elif request.explain:
+        raise VariableError("explain_needs_sympy")
+    numbers = None
+    if settings.numeric and reference.exact:
+        numbers = numeric.evaluate(session.seen, weights, bound.differentiate)
+    steps = steps_of(bound, plan.repeat)
+    judge = Judge(session, autograd, reference, expected, numbers, plan, steps)
+    variables = _variables(bound, session, judge, reference)
+    if plan.same_graph and not plan.retain_graph and plan.repeat > 1:
+        notes.append(Note("graph_not_freed", {"repeat": plan.repeat}))
+    explanation = tensors = None
+    if request.explain and autograd.recorder is not None:
+        from autogradcli.check.explain import explain
+
+        recorder, first = autograd.recorder, autograd.snapshots[0]
+        explanation = explain(session, autograd.first, recorder, reference.model, expected, first)
+    if request.inspect or retained:
+        from autogradcli.check.inspect import inspect_tensors
+
+        scale = plan.times(plan.repeat, plan.same_graph)
+        tensors = inspect_tensors(session, autograd.trace, reference.model, variables, scale)
+    output_verdict, output_cause = judge.output()
+    return GradResult(
+        expression=bound.program.text,
+        device=str(session.device),
+        dtype=settings.dtype,
+        rtol=judge.rtol,
+        atol=judge.atol,
+        output=autograd.output,
+        output_expected=expected.output,
+        output_max_abs_error=judge.output_check.max_abs_error,
+        variables=variables,
+        passes=judge.passes(),
+        weights=weights,
+        seed=bound.seed,
+        output_name=bound.program.output,
+        mode=plan.mode,
+        zero_grad=plan.zero_grad,
+        notes=tuple(notes),
+        expected_by=reference.model.by,
+        tensors=tensors,
+        explanation=explanation,
+        output_verdict=output_verdict,
+        output_cause=output_cause,
+        rounding_bound=judge.relative,
+        strict=settings.strict,
+    )
+
+
+def _variables(
+    bound: Bound, session: Session, judge: Judge, reference: Reference
+) -> dict[str, VariableResult]:
+    """Each input: a differentiated one judged, a constant one as it is."""
+    model = reference.model
+    weights = session.seen_weights
+    ones = weights.size == 1 or bool(np.all(weights == 1))
+    variables = {}
+    for name in bound.program.variables:
+        if name in bound.differentiate:
+            text = model.derivative_text(name, ones)
+            variables[name] = judge.variable(name, text, model.chain(name))
+        else:
+            variables[name] = VariableResult(name, session.seen[name], requires_grad=False)
+    return variables
+
+
+def _derivative_result(
+    bound: Bound,
+    session: Session,
+    kind: str,
+    blocks: tuple[Block, ...],
+    notes: list[Note],
+    exact: bool,
+    rows: tuple[JacobianRow, ...] = (),
+    derivatives: dict[str, str] | None = None,
+    diagnose: Any = None,
+    rerun: Any = None,
+) -> DerivativeResult:
+    """The blocks settled by the verdict policy, in a result."""
+    settings = bound.settings
+    relative = _relative(bound)
+    finite = all(bool(np.all(np.isfinite(v))) for v in session.seen.values())
+    blocks = settle_blocks(blocks, settings.dtype, relative, rerun, diagnose, finite)
+    rtol, atol = settings.tolerance
+    if not exact:
+        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
+    return DerivativeResult(
+        kind=kind,
+        expression=bound.program.text,
+        device=str(session.device),
+        dtype=settings.dtype,
+        rtol=rtol,
+        atol=atol,
+        output_shape=list(bound.out_shape),
+        values=session.seen,
+        blocks=blocks,
+        rows=rows,
+        notes=tuple(dict.fromkeys([*notes, *block_notes(blocks)])),
+        expected_by="SymPy" if exact else "numeric",
+        derivatives=derivatives or {},
+        rounding_bound=relative,
+        strict=settings.strict,
+        seed=bound.seed,
+    )
+
+
+def _relative(bound: Bound) -> float:
+    """The relative rounding bound of a derivative (differentiated twice at most)."""
+    return rounding_relative(bound.settings.dtype, 2 * steps_of(bound))
+
+
+def _float64(bound: Bound, run: Any) -> Any:
+    """The same command's blocks in float64 at the inputs the dtype rounded, by key."""
+
+    def blocks() -> dict[str, Block]:
+        settings = bound.settings.but(dtype="float64", rtol=None, atol=None, strict=False)
+        again = bind(bound.program, dict(bound.arrays), settings, const=_consts(bound))
+        return {b.key: b for b in run(again).blocks}
+
+    return blocks
+
+
+def _consts(bound: Bound) -> list[str]:
+    return [n for n in bound.program.variables if n not in bound.differentiate]
+
+
+def _diagnosis(bound: Bound, session: Session, model: Any) -> Any:
+    """Where the forward pass went wrong (computed when a block needs a cause)."""
+    from autogradcli.check.diagnose import forward_cause
+
+    def diagnose() -> Any:
+        if model is None:
+            return None
+        return forward_cause(
+            bound.program, session.forward(), model, session.seen, bound.settings.dtype
+        )
+
+    return diagnose
+
+
+def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
+    """``jacobian``: one-hot rows, the functional cross-check, SymPy component-wise."""
+    from autogradcli.reference.components import ComponentModel
+    from autogradcli.reference.numeric import numeric_jacobian
+
+    session = start(bound)
+    found, rows = higher.jacobian_rows(session)
+    cross = higher.functional_jacobian(session)
+    notes: list[Note] = []
+
+    def exact() -> Any:
+        model = ComponentModel(bound.program, bound.shapes, bound.limits)
+        return model, {n: model.jacobian_values(session.seen, n) for n in bound.names}
+
+    done = exact_or_none(bound.limits, notes, exact)
+    model, values = done if done is not None else (None, {})
+    numbers = None
+    if bound.settings.numeric or model is None:
+        forward = NumericModel(bound.program, bound.shapes, bound.limits)._forward
+        numbers = numeric_jacobian(forward, session.seen, bound.names)
+    blocks = []
+    for n in bound.names:
+        expected, kinks, codes = values[n] if model else (numbers[n], None, set())  # type: ignore[index]
+        third = None if numbers is None or model is None else numbers[n]
+        blocks.append(
+            make_block(
+                n,
+                found[n],
+                expected,
+                bound.settings,
+                _relative(bound),
+                exact=model is not None,
+                kinks=kinks,
+                kink_codes=frozenset(codes),
+                numeric=third,
+                cross=(cross[n], "torch.autograd.functional.jacobian"),
+            )
+        )
+    return _derivative_result(
+        bound,
+        session,
+        "jacobian",
+        tuple(blocks),
+        notes,
+        model is not None,
+        rows=rows if keep_rows else (),
+        diagnose=_diagnosis(bound, session, model),
+        rerun=_float64(bound, lambda b: run_jacobian(b, False)),
+    )
+
+
+def run_hessian(bound: Bound) -> DerivativeResult:
+    """``hessian``: create_graph=True twice, the functional cross-check, SymPy's Hessian."""
+    from autogradcli.reference.components import ComponentModel, TooLarge, hessian_terms
+    from autogradcli.reference.numeric import numeric_hessian
+
+    session = start(bound)
+    found, cross = higher.hessian(session), higher.functional_hessian(session)
+    names, notes = bound.names, []
+    inputs = sum(int(np.prod(bound.shapes[n])) for n in bound.program.variables)
+
+    def exact() -> Any:
+        if inputs > MAX_EXACT_HESSIAN_INPUTS:
+            raise TooLarge("exact_hessian_inputs", limit=MAX_EXACT_HESSIAN_INPUTS, inputs=inputs)
+        model = ComponentModel(bound.program, bound.shapes, bound.limits)
+        pairs = [(a, b) for a in names for b in names]
+        return model, {p: model.values_of(hessian_terms(model, *p), session.seen) for p in pairs}
+
+    done = exact_or_none(bound.limits, notes, exact)
+    model, values = done if done is not None else (None, {})
+    numbers = None
+    if bound.settings.numeric or model is None:
+        forward = NumericModel(bound.program, bound.shapes, bound.limits)._forward
+        numbers = numeric_hessian(forward, session.seen, names)
+    blocks = []
+    for pair in [(a, b) for a in names for b in names]:
+        expected, kinks, codes = values[pair] if model else (numbers[pair], None, set())  # type: ignore[index]
+        third = None if numbers is None or model is None else numbers[pair]
+        blocks.append(
+            make_block(
+                ",".join(pair),
+                found[pair],
+                expected,
+                bound.settings,
+                _relative(bound),
+                exact=model is not None,
+                kinks=kinks,
+                kink_codes=frozenset(codes),
+                numeric=third,
+                cross=(cross[pair].reshape(found[pair].shape), "torch.autograd.functional.hessian"),
+            )
+        )
+    return _derivative_result(
+        bound,
+        session,
+        "hessian",
+        tuple(blocks),
+        notes,
+        model is not None,
+        diagnose=_diagnosis(bound, session, model),
+        rerun=_float64(bound, run_hessian),
+    )
+
+
+MAX_EXACT_HESSIAN_INPUTS = 64  # input elements; the Hessian is their square in sympy.diff calls
+
+
+def run_derivative(bound: Bound, order: int) -> DerivativeResult:
+    """``derivative`` (``grad --order K``): K-th derivatives against SymPy's ``diff``."""
+    from autogradcli.reference.elementwise import SymbolicModel
+    from autogradcli.reference.evaluate import precise_value
+    from autogradcli.reference.terms import diff, find_kinks, reduce_to_shape
+
+    session = start(bound)
+    model = SymbolicModel(bound.program, bound.shapes, bound.limits)
+    env = {model.symbols[n]: v for n, v in session.seen.items()}
+    blocks, notes, texts = [], [], {}
+    for n in bound.names:
+        derivative = diff(model.output.expr, model.symbols[n], order)
+        texts[n] = str(derivative)
+        with np.errstate(all="ignore"):
+            full = precise_value(derivative, env, bound.out_shape)
+            mask, codes = find_kinks(derivative, env, bound.out_shape)
+        expected = reduce_to_shape(full, bound.shapes[n])
+        kinks = reduce_to_shape(mask, bound.shapes[n], np.logical_or)
+        numbers, widen = _numeric_order(bound, session, n, order, notes)
+        autograd = higher.kth_derivative(session, n, order)
+        blocks.append(
+            make_block(
+                n,
+                autograd,
+                expected,
+                bound.settings,
+                _relative(bound),
+                exact=True,
+                kinks=kinks,
+                kink_codes=frozenset(codes),
+                numeric=numbers,
+                numeric_widen=widen,
+            )
+        )
+    return _derivative_result(
+        bound,
+        session,
+        f"order {order}",
+        tuple(blocks),
+        notes,
+        True,
+        derivatives=texts,
+        diagnose=_diagnosis(bound, session, model),
+        rerun=_float64(bound, lambda b: run_derivative(b, order)),
+    )
+
+
+def _numeric_order(
+    bound: Bound, session: Session, name: str, order: int, notes: list[Note]
+) -> tuple[np.ndarray | None, Any]:
+    """The K-th derivative by central differences (with --numeric), and how much float64
+    rounding of the function's values its differences amplify."""
+    from autogradcli.reference.numeric import numeric_derivative_with_error
+    from autogradcli.reference.terms import reduce_to_shape
+
+    if not bound.settings.numeric:
+        return None, 0.0
+    f = NumericModel(bound.program, bound.shapes, bound.limits)._forward
+
+    def along(v: np.ndarray) -> np.ndarray:
+        out = np.broadcast_to(f({**session.seen, name: v}), bound.out_shape)
+        return reduce_to_shape(out, bound.shapes[name])
+
+    numbers, rounding = numeric_derivative_with_error(along, session.seen[name], order)
+    if np.any(rounding > NUMERIC.atol):
+        widen = float(np.max(rounding))
+        notes.append(Note("order_rounding", {"name": name, "order": order, "widen": widen}))
+    return numbers, rounding

@@ -1,0 +1,202 @@
+"""Stage 4: the reference. One protocol (``Model``) for SymPy's element-wise model, its
+component-wise model for tensor algebra, and central differences when SymPy cannot.
+
+``choose`` picks SymPy's model for the program and evaluates it; when the exact check is
+too large, too slow or gives no number it says why (a ``Note``) and central differences
+stand in. Nothing here imports torch except the numeric model's forward pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import numpy as np
+
+from autogradcli.lang.analysis import has_kink, is_elementwise
+from autogradcli.lang.shapes import Shape
+from autogradcli.lang.tree import Expression, Node
+from autogradcli.notes import Note
+from autogradcli.reference.expected import Expected
+from autogradcli.settings import Limits
+
+T = TypeVar("T")
+
+
+class Model(Protocol):
+    """What every reference offers. ``by`` names it ("SymPy" or "numeric")."""
+
+    by: str
+    expression: Expression
+
+    def evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray,
+        differentiate: frozenset[str],
+        exact_zeros: bool = False,
+    ) -> Expected: ...
+
+    def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray: ...
+
+    def value_range(
+        self, node: Node, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def derivative_text(self, name: str, weights_are_ones: bool = True) -> str | None: ...
+
+    def chain(self, name: str) -> str | None: ...
+
+    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> Model: ...
+
+
+def exact_or_none(limits: Limits, notes: list[Note], work: Callable[[], T]) -> T | None:
+    """``work()`` (SymPy's exact check) within ``limits.sympy_seconds``, or None with a
+    note saying why the numeric check stands in: too large, too slow, or no number."""
+    from autogradcli.reference.components import TooLarge
+    from autogradcli.reference.evaluate import NoClosedForm
+    from autogradcli.reference.timeout import SympyTimeout, time_limit
+
+    why = {TooLarge: "numeric_fallback", SympyTimeout: "timeout_fallback"}
+    try:
+        with time_limit(limits.sympy_seconds):
+            return work()
+    except (TooLarge, SympyTimeout, NoClosedForm) as exc:
+        code = why.get(type(exc), "no_number_fallback")
+        notes.append(Note(code, {"reason_code": exc.code, "reason_data": exc.data}))
+    return None
+
+
+def sympy_model(expression: Expression, shapes: dict[str, Shape], limits: Limits) -> Model:
+    """SymPy's model for the program: element-wise, or component-wise for tensor algebra."""
+    from autogradcli.reference.components import ComponentModel
+    from autogradcli.reference.elementwise import SymbolicModel
+
+    if is_elementwise(expression):
+        return SymbolicModel(expression, shapes, limits)
+    return ComponentModel(expression, shapes, limits)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference for one run: the model it came from, its numbers, and its notes."""
+
+    model: Model
+    expected: Expected
+    notes: tuple[Note, ...]
+
+    @property
+    def exact(self) -> bool:
+        return self.model.by == "SymPy"
+
+
+def choose(
+    expression: Expression,
+    shapes: dict[str, Shape],
+    limits: Limits,
+    seen: dict[str, np.ndarray],
+    weights: np.ndarray | None,
+    differentiate: frozenset[str],
+) -> Reference:
+    """SymPy's exact check at the inputs autograd saw, or central differences with a note
+    saying why SymPy could not (``weights`` None: backward() without weights)."""
+    notes: list[Note] = []
+    used = np.ones(()) if weights is None else weights
+
+    def work() -> tuple[Model, Expected]:
+        model = sympy_model(expression, shapes, limits)
+        return model, model.evaluate(seen, used, differentiate)
+
+    found = exact_or_none(limits, notes, work)
+    if found is not None:
+        return Reference(found[0], found[1], tuple(notes))
+    numeric = NumericModel(expression, shapes, limits)
+    return Reference(numeric, numeric.evaluate(seen, weights, differentiate), tuple(notes))
+
+
+class NumericModel:
+    """Central finite differences of the same computation in float64 on the CPU (the
+    forward pass only; no autograd). Where the function is NaN within the step the element
+    has no number (``unknown``); where the step crosses a kink ``bounds`` holds the two
+    one-sided slopes."""
+
+    by = "numeric"
+
+    def __init__(
+        self, expression: Expression, shapes: dict[str, Shape], limits: Limits, bounds: bool = False
+    ) -> None:
+        self.expression, self.shapes, self.limits = expression, shapes, limits
+        self.bounds = bounds or has_kink(expression)
+
+    def _forward(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        from autogradcli.torchside.build import forward_numpy
+
+        return forward_numpy(self.expression, values)
+
+    def evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray | None,
+        differentiate: frozenset[str],
+        exact_zeros: bool = False,
+    ) -> Expected:
+        from autogradcli.reference.numeric import numeric_slopes
+
+        names = [n for n in self.expression.variables if n in differentiate]
+        slopes = numeric_slopes(self._forward, values, weights, names)
+        expected = Expected(
+            output=self._forward(values), grads={n: slopes[n].central for n in names}
+        )
+        for name in names:
+            s = slopes[name]
+            off = s.off_domain()
+            expected.kinks[name] = np.zeros(off.shape, dtype=bool)
+            expected.unknown[name] = off
+            expected.kink_notes[name] = {"off_domain"} if off.any() else set()
+            if self.bounds:
+                across = s.across_kink() & ~off
+                low, high = np.fmin(s.left, s.right), np.fmax(s.left, s.right)
+                expected.bounds[name] = (
+                    np.where(across, low, np.nan),
+                    np.where(across, high, np.nan),
+                )
+        return expected
+
+    def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
+        return self.value_range(node, values)[0]
+
+    def value_range(
+        self, node: Node, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from autogradcli.torchside.build import forward_numpy
+
+        part = Expression("", node, self.expression.variables, self.expression.steps)
+        out = forward_numpy(part, values)
+        return out, np.zeros(out.shape, dtype=bool)
+
+    def derivative_text(self, name: str, weights_are_ones: bool = True) -> str | None:
+        return None
+
+    def chain(self, name: str) -> str | None:
+        return None
+
+    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> NumericModel:
+        return NumericModel(expression, shapes, self.limits, self.bounds)
+
+
+def numeric_reference(
+    expression: Expression,
+    shapes: dict[str, Shape],
+    limits: Limits,
+    seen: dict[str, np.ndarray],
+    weights: np.ndarray | None,
+    differentiate: frozenset[str],
+    bounds: bool = False,
+) -> Expected:
+    """Central differences at ``seen`` (a third opinion, or a limit at a domain edge)."""
+    model = NumericModel(expression, shapes, limits, bounds)
+    return model.evaluate(seen, weights, differentiate)
+
+
+__all__ = ["Model", "NumericModel", "Reference", "choose", "exact_or_none"]

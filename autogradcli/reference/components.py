@@ -1,0 +1,321 @@
+"""The SymPy side for tensor algebra: one SymPy term per element.
+
+Every input element gets its own real symbol (``W[0,1]``); the expression is built with
+NumPy arrays of SymPy terms (``@`` is NumPy's matmul on those terms, ``softmax`` is
+``exp(x_i) / sum_j exp(x_j)``, see ``TENSOR_FUNCTIONS``), and every derivative is
+``sympy.diff`` of one output term by one input symbol. Nothing is taken from PyTorch.
+This is exact but grows with the sizes, so it runs up to ``MAX_EXACT_ENTRIES`` Jacobian
+entries (output elements times input elements); beyond that the caller checks numerically.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from autogradcli.errors import LimitError
+from autogradcli.lang.analysis import calls
+from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
+from autogradcli.lang.tree import (
+    PY_BINARY,
+    PY_UNARY,
+    Binary,
+    Call,
+    Expression,
+    Fold,
+    Name,
+    Node,
+    Num,
+    Unary,
+)
+from autogradcli.lang.vocabulary import CONSTANTS, FUNCTIONS, KINKS, TENSOR_FUNCTIONS
+from autogradcli.reference.evaluate import Arith, close_floats, evaluate, reference
+from autogradcli.reference.expected import Expected
+from autogradcli.reference.terms import diff, expected_from, in_range, kink_sites, number
+from autogradcli.settings import Limits
+
+MAX_EXACT_ENTRIES = 4096  # output elements x input elements, for the exact SymPy check
+MAX_EXACT_INPUTS = 256  # input elements, checked before any SymPy term is built
+MAX_EXACT_WORK = 200_000  # nodes of all output terms x input elements (what sympy.diff walks)
+
+
+class TooLarge(LimitError):
+    """The component-wise check would be too large; the caller falls back to numerics."""
+
+
+def element_symbols(name: str, shape: Shape) -> np.ndarray:
+    """``x`` -> array of symbols ``x[0]``, ``x[1]``, ... (``x`` itself for a 0-d input)."""
+    if not shape:
+        return np.array(sp.Symbol(name, real=True), dtype=object)
+    cells = [
+        sp.Symbol(f"{name}[{','.join(map(str, index))}]", real=True)
+        for index in itertools.product(*(range(n) for n in shape))
+    ]
+    return np.array(cells, dtype=object).reshape(shape)
+
+
+def _objects(value: Any) -> np.ndarray:
+    return np.array(value, dtype=object)
+
+
+class _Terms(Fold[np.ndarray]):
+    """Each node as an object array of SymPy terms, one per element (the one fold)."""
+
+    def __init__(self, model: ComponentModel) -> None:
+        self.model = model
+        self.steps: dict[str, np.ndarray] = {}
+
+    def num(self, node: Num) -> np.ndarray:
+        return _objects(number(node))
+
+    def name(self, node: Name) -> np.ndarray:
+        model = self.model
+        if node.id in model.symbols:
+            return model.symbols[node.id]
+        step = model.expression.step(node.id)
+        if step is not None:
+            if node.id not in self.steps:
+                self.steps[node.id] = self(step.node)
+            return self.steps[node.id]
+        return _objects(getattr(sp, CONSTANTS[node.id][1]))
+
+    def unary(self, node: Unary, operand: np.ndarray) -> np.ndarray:
+        return _objects(PY_UNARY[node.op](operand))
+
+    def binary(self, node: Binary, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        if node.op == "**":
+            return _objects(np.vectorize(sp.Pow, otypes=[object])(left, right))
+        return _objects(PY_BINARY[node.op](left, right))
+
+    def call(self, node: Call, arg: np.ndarray, other: np.ndarray | None) -> np.ndarray:
+        if node.func in FUNCTIONS:
+            entry = FUNCTIONS[node.func]
+            return _objects(np.vectorize(lambda t: entry.sympy(sp, t), otypes=[object])(arg))
+        dim = None if arg.ndim == 0 else node.dim  # dim 0 of a single number: all of it
+        return _objects(TENSOR_FUNCTIONS[node.func].components(sp, np, arg, other, dim))
+
+
+class ComponentModel:
+    """The expression as an array of SymPy terms over per-element input symbols."""
+
+    by = "SymPy"
+
+    def __init__(
+        self,
+        expression: Expression,
+        shapes: dict[str, Shape],
+        limits: Limits | None = None,
+        max_entries: int = MAX_EXACT_ENTRIES,
+    ) -> None:
+        self.expression = expression
+        self.limits = limits or Limits()
+        self.shapes = program_shapes(expression, shapes, self.limits)
+        inputs = sum(math.prod(shapes[n]) for n in expression.variables)
+        if inputs > MAX_EXACT_INPUTS:  # before a single symbol is made
+            raise TooLarge("exact_inputs", limit=MAX_EXACT_INPUTS, inputs=inputs)
+        self.inputs = inputs
+        self.symbols = {n: element_symbols(n, shapes[n]) for n in expression.variables}
+        self._terms = _Terms(self)
+        self.uses = calls(expression)
+
+        out_shape = infer_shape(expression.root, self.shapes, self.limits)
+        entries = math.prod(out_shape) * inputs
+        if entries > max_entries:
+            raise TooLarge("exact_entries", limit=max_entries, entries=entries)
+        self.output = self.build(expression.root)
+        nodes = 0
+        for term in self.output.reshape(-1):
+            for _ in sp.preorder_traversal(term):
+                nodes += 1
+                if nodes * inputs > MAX_EXACT_WORK:
+                    raise TooLarge("exact_work", limit=MAX_EXACT_WORK, inputs=inputs)
+        self._jacobians: dict[str, np.ndarray] = {}
+
+    def build(self, node: Node) -> np.ndarray:
+        """The object array of SymPy terms for a subtree."""
+        return self._terms(node)
+
+    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> ComponentModel:
+        """The same kind of model for another program (a cut of this one)."""
+        return ComponentModel(expression, shapes, self.limits)
+
+    def chain(self, name: str) -> str | None:
+        """No chain-rule line: the component-wise terms are not split at the steps."""
+        return None
+
+    def jacobian(self, name: str) -> np.ndarray:
+        """SymPy's ``d out_i / d name_j``, shaped ``out.shape + name.shape``, cached."""
+        if name not in self._jacobians:
+            outs = self.output.reshape(-1)
+            ins = self.symbols[name].reshape(-1)
+            table = np.empty((outs.size, ins.size), dtype=object)
+            for i, term in enumerate(outs):
+                free = term.free_symbols if isinstance(term, sp.Basic) else set()
+                for j, symbol in enumerate(ins):
+                    table[i, j] = diff(term, symbol) if symbol in free else sp.Integer(0)
+            self._jacobians[name] = table.reshape(self.output.shape + self.symbols[name].shape)
+        return self._jacobians[name]
+
+    def environment(self, values: dict[str, np.ndarray], arith: Arith) -> dict[sp.Symbol, Any]:
+        env: dict[sp.Symbol, Any] = {}
+        for name, symbols in self.symbols.items():
+            data = arith.array(np.asarray(values[name], dtype=np.float64)).reshape(-1)
+            for symbol, element in zip(symbols.reshape(-1), data, strict=True):
+                env[symbol] = element
+        return env
+
+    def numbers(
+        self, terms: np.ndarray, env: dict[sp.Symbol, Any], arith: Arith
+    ) -> tuple[np.ndarray, np.ndarray, set[str]]:
+        """Values of an array of terms (in ``arith``), where a jump sits at its jump, and
+        the notes."""
+        flat = terms.reshape(-1)
+        out = np.empty(flat.size, dtype=object)
+        kinks = np.zeros(flat.size, dtype=bool)
+        notes: set[str] = set()
+        ties = bool(self.uses & {"max", "min"})
+        for k, term in enumerate(flat):
+            expr = _term(term)
+            out[k] = np.asarray(evaluate(expr, env, arith), dtype=object).reshape(-1)[0]
+            if arith.isnan(out[k]) and self._zero_over_zero(expr, env, arith):
+                kinks[k] = True
+                notes.add("norm" if "norm" in self.uses else "zero_over_zero")
+            for atom, _ in kink_sites(expr, env, (), arith, ties):
+                kinks[k] = True
+                notes |= _kink_notes(atom, self.uses)
+        return out.reshape(terms.shape), kinks.reshape(terms.shape), notes
+
+    @staticmethod
+    def _zero_over_zero(expr: Any, env: dict[sp.Symbol, Any], arith: Arith) -> bool:
+        """Whether a negative power of something that is 0 here sits in ``expr``."""
+        return any(
+            atom.exp.is_negative and bool(evaluate(atom.base, env, arith) == 0)
+            for atom in expr.atoms(sp.Pow)
+        )
+
+    def values_of(
+        self, terms: np.ndarray, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, set[str]]:
+        """Precise float64 values of an array of terms at ``values`` (numbers, kinks, notes)."""
+
+        def compute(arith: Arith) -> tuple[np.ndarray, np.ndarray, set[str]]:
+            numbers, kinks, notes = self.numbers(terms, self.environment(values, arith), arith)
+            return arith.floats(numbers), kinks, notes
+
+        return reference(compute, self.inputs, lambda a, b: close_floats(a[0], b[0]))
+
+    def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
+        """SymPy's value of any subtree at ``values``, precise, as float64."""
+        return self.values_of(self.build(node), values)[0]
+
+    def value_range(
+        self, node: Node, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``value``, and where it is finite but past float64's range (shown as ±inf)."""
+        terms = self.build(node)
+
+        def compute(arith: Arith) -> tuple[np.ndarray, np.ndarray]:
+            env = self.environment(values, arith)
+            return in_range(arith, self.numbers(terms, env, arith)[0])
+
+        return reference(compute, self.inputs, lambda a, b: close_floats(a[0], b[0]))
+
+    def jacobian_values(
+        self, values: dict[str, np.ndarray], name: str
+    ) -> tuple[np.ndarray, np.ndarray, set[str]]:
+        """The Jacobian with respect to ``name`` at ``values`` (numbers, kinks, notes)."""
+        return self.values_of(self.jacobian(name), values)
+
+    def evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray,
+        differentiate: frozenset[str],
+        exact_zeros: bool = False,
+    ) -> Expected:
+        """Output value and ``J^T w`` per variable (as ``backward(w)`` computes it), precise;
+        ``exact_zeros``: a zero weight contributes 0 even against an infinite entry."""
+
+        def compute(arith: Arith) -> Expected:
+            return self._evaluate(values, weights, differentiate, exact_zeros, arith)
+
+        return reference(compute, self.inputs, Expected.settled_with)
+
+    def _evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray,
+        differentiate: frozenset[str],
+        exact_zeros: bool,
+        arith: Arith,
+    ) -> Expected:
+        env = self.environment(values, arith)
+        output = self.numbers(self.output, env, arith)[0]
+        w = np.broadcast_to(arith.array(weights), output.shape).reshape(-1)
+        zero = arith.number(sp.Integer(0))
+        grads, kinks, notes = {}, {}, {}
+        for name in self.expression.variables:
+            if name not in differentiate:
+                continue
+            jac, marks, found = self.numbers(self.jacobian(name), env, arith)
+            rows = jac.reshape(w.size, -1)
+            products = w[:, None] * rows
+            if exact_zeros:
+                products = np.where(np.asarray(w == 0, dtype=bool)[:, None], zero, products)
+            shape = self.shapes[name]
+            grads[name] = np.add.reduce(products, axis=0).reshape(shape)
+            mask = (marks.reshape(w.size, -1) & np.asarray(w != 0, dtype=bool)[:, None]).any(0)
+            kinks[name] = mask.reshape(shape)
+            notes[name] = found if mask.any() else set()
+        return expected_from(arith, output, grads, kinks, notes)
+
+    def derivative_text(self, name: str, weights_are_ones: bool = True) -> str:
+        """A readable SymPy derivative: the whole one for small cases, else one entry."""
+        jac = self.jacobian(name)
+        outs = self.output.size
+        if jac.size == 0:
+            return "(no elements)"
+        if outs == 1 and jac.size == 1:
+            return str(jac.reshape(-1)[0])
+        first = self.symbols[name].reshape(-1)[0]
+        if outs == 1:
+            return f"∂out/∂{first} = {jac.reshape(-1)[0]} (component-wise; one per element)"
+        total = sum(jac.reshape(outs, -1)[:, 0]) if weights_are_ones else None
+        if total is not None:
+            return f"∂sum(out)/∂{first} = {total} (component-wise)"
+        return f"J = ∂out/∂{name}: {jac.size} entries (component-wise; see autograd-cli jacobian)"
+
+
+def _term(term: Any) -> sp.Expr:
+    """An array cell as a SymPy term (NumPy sums of no terms leave a plain 0)."""
+    if isinstance(term, sp.Basic):
+        return term
+    return sp.Float(term) if isinstance(term, float) else sp.Integer(int(term))
+
+
+def hessian_terms(model: ComponentModel, a: str, b: str) -> np.ndarray:
+    """SymPy's second derivatives of a one-element output, shaped ``a.shape + b.shape``."""
+    first = model.jacobian(a).reshape(-1)
+    rows = []
+    for term in first:
+        free = term.free_symbols if isinstance(term, sp.Basic) else set()
+        rows.append(
+            [diff(term, s) if s in free else sp.Integer(0) for s in model.symbols[b].reshape(-1)]
+        )
+    table = np.array(rows, dtype=object)
+    return table.reshape(model.symbols[a].shape + model.symbols[b].shape)
+
+
+def _kink_notes(atom: Any, uses: set[str]) -> set[str]:
+    """Notes for a jump: a Heaviside comes from relu or from max/min at a tie (SymPy writes
+    both the same way), a sign from abs."""
+    if isinstance(atom, sp.Heaviside):
+        found = {f for f in ("max", "min", "norm") if f in uses}
+        if "relu" in uses or not found:
+            found.add(KINKS["Heaviside"])
+        return found
+    return {KINKS[type(atom).__name__]}

@@ -1,0 +1,296 @@
+"""The element-wise SymPy model: the expression as SymPy terms, split into blocks.
+
+The expression is split into *blocks*: the output, and one block per reduction
+(``sum(...)``/``mean(...)``). Inside a block everything is elementwise, so one SymPy
+derivative per (block, symbol) is evaluated over the whole tensor at once. A reduction
+appears in its parent block as a real symbol named after its text (``sum(x)``), and the
+chain rule through it is the multivariate one:
+``d out/d x = del out/del x + (del out/del sum(x)) * d sum(x)/d x``. Every derivative
+here comes from ``sympy.diff``; nothing is taken from PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from autogradcli.lang.analysis import is_full_reduction
+from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
+from autogradcli.lang.text import unparse
+from autogradcli.lang.tree import Call, Expression, Name, Node
+from autogradcli.lang.vocabulary import CONSTANTS, KINKS
+from autogradcli.reference.evaluate import Arith, close_floats, evaluate, reference
+from autogradcli.reference.expected import Expected
+from autogradcli.reference.terms import (
+    SympyTerms,
+    diff,
+    expected_from,
+    in_range,
+    kink_sites,
+    reduce_to_shape,
+)
+from autogradcli.settings import Limits
+
+
+@dataclass
+class Block:
+    """One elementwise piece: its SymPy expression and the shape it broadcasts to."""
+
+    expr: sp.Expr
+    shape: Shape
+    kind: str | None = None  # "sum" or "mean" for a reduction block, None for the output
+
+
+class _Terms(SympyTerms):
+    """Names are the inputs' symbols, a step's terms (substituted), or a constant; a full
+    sum or mean becomes a symbol of its own, a block of the model."""
+
+    def __init__(self, model: SymbolicModel) -> None:
+        self.model = model
+        self.steps: dict[str, sp.Expr] = {}
+
+    def name(self, node: Name) -> sp.Expr:
+        model = self.model
+        if node.id in model.symbols:
+            return model.symbols[node.id]
+        step = model.expression.step(node.id)
+        if step is not None:  # a program's steps are substituted
+            if node.id not in self.steps:
+                self.steps[node.id] = self(step.node)
+            return self.steps[node.id]
+        return getattr(sp, CONSTANTS[node.id][1])
+
+    def call(self, node: Call, arg: sp.Expr, other: sp.Expr | None) -> sp.Expr:
+        if not is_full_reduction(node):
+            return super().call(node, arg, other)
+        model = self.model  # steps substituted: mean(y) of y = 2*x is mean(2*x)
+        text = unparse(node.arg) if not model.expression.steps else str(arg)
+        symbol = sp.Symbol(f"{node.func}({text})", real=True)
+        if symbol not in model.reductions:
+            shape = infer_shape(node.arg, model.shapes, model.limits)
+            model.reductions[symbol] = Block(arg, shape, node.func)
+        return symbol
+
+
+class SymbolicModel:
+    """The expression in SymPy terms, split into elementwise blocks at each reduction."""
+
+    by = "SymPy"
+
+    def __init__(
+        self, expression: Expression, shapes: dict[str, Shape], limits: Limits | None = None
+    ) -> None:
+        self.limits = limits or Limits()
+        self.expression = expression
+        self.shapes = program_shapes(expression, shapes, self.limits)
+        self.symbols = {name: sp.Symbol(name, real=True) for name in expression.variables}
+        self.reductions: dict[sp.Symbol, Block] = {}
+        self._terms = _Terms(self)
+        self.output = Block(
+            self._build(expression.root), infer_shape(expression.root, self.shapes, self.limits)
+        )
+        self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
+        self._exact_zeros = False
+        self._marked: set[tuple[int, sp.Expr, bytes]] = set()  # kink sites already marked
+
+    def _build(self, node: Node) -> sp.Expr:
+        return self._terms(node)
+
+    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> SymbolicModel:
+        """The same kind of model for another program (a cut of this one)."""
+        return SymbolicModel(expression, shapes, self.limits)
+
+    def chain(self, name: str) -> str | None:
+        """The chain rule over the program's steps for input ``name`` (None without steps)."""
+        from autogradcli.reference.chain import chain_rule
+
+        return chain_rule(self.expression, self.shapes, name, self.limits)
+
+    def derivative(self, block: Block, symbol: sp.Symbol) -> sp.Expr:
+        """SymPy's partial derivative of one block, cached."""
+        key = (id(block), symbol)
+        if key not in self._derivatives:
+            self._derivatives[key] = diff(block.expr, symbol)
+        return self._derivatives[key]
+
+    def derivative_text(self, name: str, weights_are_ones: bool = True) -> str:
+        """The elementwise derivative with respect to ``name``, outer sum/mean unwrapped."""
+        block, scale = self.output, sp.Integer(1)
+        while block.expr in self.reductions:
+            inner = self.reductions[block.expr]
+            if inner.kind == "mean":
+                scale /= max(math.prod(inner.shape), 1)
+            block = inner
+        symbol = self.symbols[name]
+        text = str(scale * self.derivative(block, symbol))
+        through = sorted(
+            str(r)
+            for r in block.expr.free_symbols
+            if r in self.reductions and self._uses(r, symbol)
+        )
+        if through:
+            text += f"  [+ chain rule through {', '.join(through)}]"
+        return text
+
+    def _uses(self, reduction: sp.Symbol, symbol: sp.Symbol) -> bool:
+        inner = self.reductions[reduction].expr.free_symbols
+        return symbol in inner or any(self._uses(r, symbol) for r in inner if r in self.reductions)
+
+    def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
+        """SymPy's value of any subtree (a step, an operation) at ``values``, precise (see
+        ``evaluate.reference``), as float64."""
+        return self.value_range(node, values)[0]
+
+    def value_range(
+        self, node: Node, values: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``value``, and where it is finite but past float64's range (shown as ±inf)."""
+        expr = self._build(node)
+        shape = infer_shape(node, self.shapes, self.limits)
+
+        def compute(arith: Arith) -> tuple[np.ndarray, np.ndarray]:
+            env = {self.symbols[n]: arith.array(v) for n, v in values.items()}
+            self._reduce_all(expr, env, arith)
+            return in_range(arith, np.broadcast_to(evaluate(expr, env, arith), shape))
+
+        size = self._size(values, shape)
+        return reference(compute, size, lambda a, b: close_floats(a[0], b[0]))
+
+    def _size(self, values: dict[str, np.ndarray], *shapes: Shape) -> int:
+        sizes = [np.size(v) for v in values.values()] + [math.prod(s) for s in shapes]
+        sizes += [math.prod(b.shape) for b in self.reductions.values()]
+        return max(sizes, default=1)
+
+    def evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray,
+        differentiate: frozenset[str],
+        exact_zeros: bool = False,
+        arith: Arith | None = None,
+    ) -> Expected:
+        """Output value and the vector-Jacobian product ``sum_i w_i d out_i / d x`` per variable,
+        precise (see ``evaluate.reference``) unless ``arith`` is given.
+
+        ``exact_zeros``: a zero weight contributes exactly 0 even where a derivative is
+        infinite (for Jacobian rows: out_i does not depend on x_j at all); without it,
+        0 * inf is NaN, as in PyTorch's ``backward(w)``."""
+
+        def compute(arith: Arith) -> Expected:
+            return self._evaluate(values, weights, differentiate, exact_zeros, arith)
+
+        if arith is not None:
+            return compute(arith)
+        size = self._size(values, self.output.shape)
+        return reference(compute, size, Expected.settled_with)
+
+    def _evaluate(
+        self,
+        values: dict[str, np.ndarray],
+        weights: np.ndarray,
+        differentiate: frozenset[str],
+        exact_zeros: bool,
+        arith: Arith,
+    ) -> Expected:
+        env = {self.symbols[n]: arith.array(v) for n, v in values.items()}
+        ordered = [n for n in self.expression.variables if n in differentiate]
+        self._reduce_all(self.output.expr, env, arith)
+        output = np.broadcast_to(evaluate(self.output.expr, env, arith), self.output.shape)
+        grads = {n: arith.array(np.zeros(self.shapes[n])) for n in ordered}
+        kinks = {n: np.zeros(self.shapes[n], dtype=bool) for n in ordered}
+        notes: dict[str, set[str]] = {n: set() for n in ordered}
+        upstream = np.broadcast_to(arith.array(weights), self.output.shape)
+        self._exact_zeros = exact_zeros
+        self._marked = set()
+        with np.errstate(all="ignore"):
+            self._vjp(self.output, upstream, env, grads, kinks, notes, differentiate, arith)
+        return expected_from(arith, output, grads, kinks, notes)
+
+    def _reduce_all(self, expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> None:
+        """Evaluate every reduction under ``expr``, innermost first, into ``env``."""
+        for symbol in expr.free_symbols:
+            if symbol in self.reductions and symbol not in env:
+                block = self.reductions[symbol]
+                self._reduce_all(block.expr, env, arith)
+                inner = np.broadcast_to(evaluate(block.expr, env, arith), block.shape)
+                total = arith.total(inner)
+                if block.kind == "mean" and block.shape:
+                    total = total * arith.number(sp.Rational(1, math.prod(block.shape)))
+                env[symbol] = total
+
+    def _vjp(
+        self,
+        block: Block,
+        upstream: np.ndarray,
+        env: dict[sp.Symbol, Any],
+        grads: dict[str, Any],
+        kinks: dict[str, np.ndarray] | None,
+        notes: dict[str, set[str]],
+        differentiate: frozenset[str],
+        arith: Arith,
+    ) -> None:
+        """Add ``upstream``'s vector-Jacobian product through ``block`` to ``grads``
+        (recursing into reductions); with ``kinks``, also mark the inputs that move a kink."""
+        names = {s: n for n, s in self.symbols.items() if n in differentiate}
+        zero = arith.number(sp.Integer(0))
+        for symbol in sorted(block.expr.free_symbols, key=str):  # a fixed order of sums
+            if symbol not in names and symbol not in self.reductions:
+                continue
+            derivative = self.derivative(block, symbol)
+            local = np.broadcast_to(evaluate(derivative, env, arith), block.shape)
+            contribution = upstream * local
+            if self._exact_zeros:
+                contribution = np.where(np.asarray(upstream == 0, dtype=bool), zero, contribution)
+            if kinks is not None:
+                for atom, at in kink_sites(derivative, env, block.shape, arith):
+                    site = (id(block), atom, at.tobytes())
+                    if site not in self._marked:  # the same jump in several derivatives
+                        self._marked.add(site)
+                        args = (atom, at, block.shape, env, grads, differentiate, arith)
+                        for name, mask in self._movers(*args).items():
+                            kinks[name] |= mask
+                            notes[name].add(KINKS[type(atom).__name__])
+            if symbol in names:
+                name = names[symbol]
+                grads[name] = grads[name] + reduce_to_shape(contribution, self.shapes[name])
+                continue
+            inner = self.reductions[symbol]
+            scale = arith.total(contribution)
+            if inner.kind == "mean" and inner.shape:
+                scale = scale * arith.number(sp.Rational(1, math.prod(inner.shape)))
+            spread = np.broadcast_to(scale, inner.shape)
+            self._vjp(inner, spread, env, grads, kinks, notes, differentiate, arith)
+
+    def _movers(
+        self,
+        atom: sp.Expr,
+        at: np.ndarray,
+        shape: Shape,
+        env: dict[sp.Symbol, Any],
+        grads: dict[str, Any],
+        differentiate: frozenset[str],
+        arith: Arith,
+    ) -> dict[str, np.ndarray]:
+        """The input elements whose change moves ``atom``'s argument at the elements ``at``
+        where it sits at its jump: a nonzero total derivative, through reductions too (in
+        abs(sum(y) - y) the first argument, y1 + y2, does not move with y0). Random
+        positive weights keep different kink elements from cancelling."""
+        weights = np.where(at, np.random.default_rng(0).uniform(1.0, 2.0, shape), 0.0)
+        moved = {n: arith.array(np.zeros(self.shapes[n])) for n in grads}
+        exact_zeros, self._exact_zeros = self._exact_zeros, True
+        try:
+            block = Block(atom.args[0], shape)
+            upstream = arith.array(weights)
+            self._vjp(block, upstream, env, moved, None, {}, differentiate, arith)
+        finally:
+            self._exact_zeros = exact_zeros
+        found = {}
+        for name, grad in moved.items():
+            mask = np.asarray(grad != 0, dtype=bool) | arith.isnan(grad)  # NaN counts as moved
+            if mask.any():
+                found[name] = mask
+        return found

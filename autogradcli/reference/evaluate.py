@@ -1,0 +1,440 @@
+"""Evaluate SymPy expressions at numbers, by walking their tree (no code generation).
+
+Two kinds of arithmetic run the same walk:
+
+- ``FLOAT64``: NumPy float64, vectorised over whole tensors; fast, and rounded like the
+  computation it checks.
+- ``Precise(bits)``: mpmath numbers (NumPy object arrays) at ``bits`` of working precision,
+  in a private mpmath context (so threads do not share it). Outside a function's real
+  domain the result is NaN, as in IEEE arithmetic.
+
+``stable(compute)`` runs ``compute`` with rising precision until two runs give the same
+float64 numbers: the reference for the verdict never shares the rounding of the dtype
+under test (a cancellation such as ``exp(x) - 1`` at 1e-8 costs the precise arithmetic
+nothing once its precision is high enough).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from functools import reduce
+from typing import Any, Protocol, TypeVar
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from autogradcli.errors import ComputationError
+
+T = TypeVar("T")
+
+FIRST_BITS = 128  # about 38 digits: twice float64's, plus room
+MAX_BITS = 4096  # about 1,230 digits; past this the reference is called unstable
+PRECISE_ELEMENTS = 256  # elements evaluated precisely; beyond, float64 and a checked sample
+SAMPLE = 64  # elements of a larger array evaluated precisely to check the float64 values
+MAX_ARGUMENT = 2**20  # exp(v) for |v| past this is taken as inf (or 0): past every float
+GROWING = ("exp", "sinh", "cosh")
+SAMPLE_RTOL = 1e-12  # float64 evaluation of a formula is good to about 1e-15 where it is sound
+
+# SymPy's function name -> (NumPy's function, mpmath's name): what the tree walk can call.
+FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
+    "sin": (np.sin, "sin"),
+    "cos": (np.cos, "cos"),
+    "tan": (np.tan, "tan"),
+    "asin": (np.arcsin, "asin"),
+    "acos": (np.arccos, "acos"),
+    "atan": (np.arctan, "atan"),
+    "sinh": (np.sinh, "sinh"),
+    "cosh": (np.cosh, "cosh"),
+    "tanh": (np.tanh, "tanh"),
+    "asinh": (np.arcsinh, "asinh"),
+    "acosh": (np.arccosh, "acosh"),
+    "atanh": (np.arctanh, "atanh"),
+    "exp": (np.exp, "exp"),
+    "log": (np.log, "log"),
+    "Abs": (np.abs, "fabs"),
+    "sign": (np.sign, "sign"),
+}
+
+
+class NoClosedForm(ComputationError):
+    """SymPy's derivative contains something with no numeric value (Derivative, Subs...)."""
+
+
+class Unstable(ComputationError):
+    """Precise evaluation did not settle within ``MAX_BITS`` bits."""
+
+
+class SampleMismatch(ComputationError):
+    """A float64 evaluation differed from the precise one at a sampled element."""
+
+
+class Arith(Protocol):
+    """The operations the tree walk needs; arrays are NumPy arrays (float64 or object)."""
+
+    name: str
+    dtype: Any
+
+    def number(self, value: sp.Expr) -> Any: ...
+    def array(self, values: Any) -> np.ndarray: ...
+    def floats(self, values: Any) -> np.ndarray: ...
+    def isnan(self, values: Any) -> np.ndarray: ...
+    def isfinite(self, values: Any) -> np.ndarray: ...
+    def power(self, base: Any, exponent: Any) -> Any: ...
+    def call(self, name: str, values: Any) -> Any: ...
+    def heaviside(self, values: Any, at_zero: float) -> Any: ...
+    def atan2(self, y: Any, x: Any) -> Any: ...
+    def total(self, values: Any) -> Any: ...
+
+
+class Float64:
+    """NumPy float64 arithmetic (IEEE: inf and NaN where the math is undefined)."""
+
+    name = "float64"
+    dtype: Any = np.float64
+
+    def number(self, value: sp.Expr) -> Any:
+        return np.asarray(to_float(value))
+
+    def array(self, values: Any) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64)
+
+    def floats(self, values: Any) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64)
+
+    def isnan(self, values: Any) -> np.ndarray:
+        return np.isnan(np.asarray(values, dtype=np.float64))
+
+    def isfinite(self, values: Any) -> np.ndarray:
+        return np.isfinite(np.asarray(values, dtype=np.float64))
+
+    def power(self, base: Any, exponent: Any) -> Any:
+        return np.power(np.asarray(base, dtype=np.float64), exponent)
+
+    def call(self, name: str, values: Any) -> Any:
+        return FUNCTIONS[name][0](values)
+
+    def heaviside(self, values: Any, at_zero: float) -> Any:
+        return np.heaviside(values, at_zero)
+
+    def atan2(self, y: Any, x: Any) -> Any:
+        return np.arctan2(y, x)
+
+    def total(self, values: Any) -> Any:
+        return np.asarray(np.sum(values, dtype=np.float64))
+
+
+FLOAT64 = Float64()
+
+
+class Sampled(Float64):
+    """float64 whose large results ``evaluate`` checks at a sample of elements."""
+
+    name = "float64 (sampled against mpmath)"
+
+
+SAMPLED = Sampled()
+
+
+class Precise:
+    """mpmath arithmetic at ``bits`` of precision over NumPy object arrays."""
+
+    dtype: Any = object
+
+    def __init__(self, bits: int) -> None:
+        self.name = f"mpmath {bits} bits"
+        self.ctx = mpmath.MPContext()
+        self.ctx.prec = bits
+        self.nan = self.ctx.mpf("nan")
+        self.inf = self.ctx.mpf("inf")
+        self._funcs = {
+            name: np.frompyfunc(self._real(getattr(self.ctx, attr), attr in GROWING), 1, 1)
+            for name, (_, attr) in FUNCTIONS.items()
+        }
+        self._pow = np.frompyfunc(self._power, 2, 1)
+        self._atan2 = np.frompyfunc(self.ctx.atan2, 2, 1)
+        self._mpf = np.frompyfunc(self.ctx.mpf, 1, 1)
+        self._float = np.frompyfunc(float, 1, 1)
+        self._isnan = np.frompyfunc(self.ctx.isnan, 1, 1)
+        self._isfinite = np.frompyfunc(self.ctx.isfinite, 1, 1)
+
+    def _real(self, fn: Callable[[Any], Any], growing: bool) -> Callable[[Any], Any]:
+        mpf, ctx = self.ctx.mpf, self.ctx
+
+        def real(v: Any) -> Any:
+            if growing and ctx.isfinite(v) and abs(v) > MAX_ARGUMENT:
+                return self.inf if v > 0 or fn is ctx.cosh else (-self.inf if fn is ctx.sinh else 0)
+            result = fn(v)
+            return result if isinstance(result, mpf) else self.nan  # mpc: outside the domain
+
+        return real
+
+    def _power(self, base: Any, exponent: Any) -> Any:
+        ctx = self.ctx
+        if base == 0 and exponent < 0:
+            return self.inf  # IEEE: 0**-k is +inf
+        if ctx.isnan(base) and exponent == 0:
+            return ctx.mpf(1)  # IEEE: nan**0 is 1
+        if ctx.isfinite(base) and ctx.isfinite(exponent) and base != 0:
+            size = abs(exponent) * abs(ctx.log(abs(base), 2))
+            if size > MAX_ARGUMENT:  # a result of more than 2**MAX_ARGUMENT: not computed
+                grows = (abs(base) > 1) == (exponent > 0)
+                return self.inf if grows else ctx.mpf(0)
+        try:
+            result = self.ctx.power(base, exponent)
+        except ZeroDivisionError:
+            return self.inf
+        return result if isinstance(result, self.ctx.mpf) else self.nan
+
+    def number(self, value: sp.Expr) -> Any:
+        return _object(self._scalar(value))
+
+    def _scalar(self, value: sp.Expr) -> Any:
+        ctx = self.ctx
+        if value is sp.nan:
+            return self.nan
+        if value in (sp.zoo, sp.oo):
+            return self.inf
+        if value is sp.S.NegativeInfinity:
+            return -self.inf
+        if isinstance(value, sp.Float):
+            return ctx.make_mpf(value._mpf_)
+        if isinstance(value, sp.Rational):
+            return ctx.mpf(int(value.p)) / int(value.q)
+        if isinstance(value, sp.NumberSymbol):
+            return ctx.make_mpf(value._as_mpf_val(ctx.prec))
+        return ctx.mpf(to_float(value))
+
+    def array(self, values: Any) -> np.ndarray:
+        data = np.asarray(values)
+        with np.errstate(all="ignore"):
+            if data.dtype != object:
+                data = data.astype(np.float64)
+            return np.asarray(self._mpf(data), dtype=object)
+
+    def floats(self, values: Any) -> np.ndarray:
+        data = np.asarray(values)
+        if data.dtype != object:
+            return data.astype(np.float64)
+        with np.errstate(all="ignore"):
+            return np.asarray(self._float(data), dtype=np.float64)
+
+    def isnan(self, values: Any) -> np.ndarray:
+        return np.asarray(self._isnan(np.asarray(values, dtype=object)), dtype=bool)
+
+    def isfinite(self, values: Any) -> np.ndarray:
+        return np.asarray(self._isfinite(np.asarray(values, dtype=object)), dtype=bool)
+
+    def power(self, base: Any, exponent: Any) -> Any:
+        return self._pow(base, exponent)
+
+    def call(self, name: str, values: Any) -> Any:
+        return self._funcs[name](values)
+
+    def heaviside(self, values: Any, at_zero: float) -> Any:
+        values = np.asarray(values, dtype=object)
+        one, zero = self.ctx.mpf(1), self.ctx.mpf(0)
+        step = np.where(np.asarray(values > 0, dtype=bool), one, zero)
+        step = np.where(np.asarray(values == 0, dtype=bool), self.ctx.mpf(at_zero), step)
+        return np.where(self.isnan(values), self.nan, step)
+
+    def atan2(self, y: Any, x: Any) -> Any:
+        return self._atan2(y, x)
+
+    def total(self, values: Any) -> Any:
+        return _object(self.ctx.fsum(np.asarray(values, dtype=object).reshape(-1)))
+
+
+def _object(value: Any) -> np.ndarray:
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out
+
+
+def to_float(number: sp.Expr) -> float:
+    """A SymPy number as a float (``zoo`` is inf, a value past float64's range is ±inf)."""
+    if number is sp.zoo or number is sp.nan:
+        return math.nan if number is sp.nan else math.inf
+    try:
+        return float(number)
+    except (OverflowError, TypeError):
+        return math.copysign(math.inf, 1 if number.is_positive else -1)
+
+
+def evaluate(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith = FLOAT64) -> Any:
+    """``expr`` at the numbers in ``env`` (arrays in ``arith``'s form), in ``arith``.
+    With ``SAMPLED``, a result of more than ``PRECISE_ELEMENTS`` elements is checked at a
+    random sample against precise evaluation (``SampleMismatch`` if it is off)."""
+    with np.errstate(all="ignore"):
+        result = np.asarray(_walk(expr, env, arith), dtype=arith.dtype)
+        if arith is SAMPLED and np.size(result) > PRECISE_ELEMENTS:
+            sample_check(expr, env, result)
+    return result
+
+
+def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
+    cache: dict[sp.Expr, Any] = {}
+
+    def value(node: sp.Expr) -> Any:
+        if node in env:
+            return env[node]
+        if node not in cache:
+            cache[node] = _value(node)
+        return cache[node]
+
+    def product(factors: Iterable[Any]) -> Any:
+        return reduce(np.multiply, factors, arith.number(sp.Integer(1)))
+
+    def _value(node: sp.Expr) -> Any:
+        if node.is_Number or isinstance(node, sp.NumberSymbol):
+            return arith.number(node)
+        if node.is_Add:
+            return reduce(np.add, (value(a) for a in node.args))
+        if node.is_Mul:
+            return _mul(node)
+        if node.is_Pow and isinstance(node.base, sp.sign) and node.exp == -1:
+            # SymPy writes Abs(u) as u/sign(u) inside derivatives; 1/sign(u) = sign(u) for
+            # u != 0, and taking it so keeps u/sign(u) = |u| = 0 at u = 0 instead of 0/0
+            return arith.call("sign", value(node.base.args[0]))
+        if node.is_Pow:
+            return arith.power(value(node.base), value(node.exp))
+        if node.func.__name__ in FUNCTIONS and len(node.args) == 1:
+            return arith.call(node.func.__name__, value(node.args[0]))
+        if isinstance(node, sp.log):  # log(x, base) stays log(x)/log(base) in SymPy
+            return arith.call("log", value(node.args[0]))
+        if isinstance(node, sp.Heaviside):
+            at_zero = to_float(node.args[1]) if len(node.args) > 1 else 0.5
+            return arith.heaviside(value(node.args[0]), at_zero)
+        if isinstance(node, sp.DiracDelta):  # relu'', abs'' (and its derivatives)
+            inner = value(node.args[0])
+            at = np.asarray(inner == 0, dtype=bool)
+            return np.where(at, arith.number(sp.oo), arith.number(sp.Integer(0)))
+        if isinstance(node, sp.atan2):  # SymPy's arg() of a maybe-complex asin/acos/...
+            return arith.atan2(value(node.args[0]), value(node.args[1]))
+        if isinstance(node, (sp.re, sp.im, sp.arg)):  # of a real v: v, 0, and 0 or pi
+            inner = value(node.args[0])
+            if isinstance(node, sp.re):
+                return inner
+            zero, pi = arith.number(sp.Integer(0)), arith.number(sp.pi)
+            negative = np.asarray(inner < 0, dtype=bool) & isinstance(node, sp.arg)
+            return np.where(arith.isnan(inner), arith.number(sp.nan), np.where(negative, pi, zero))
+        if isinstance(node, (sp.Max, sp.Min)):
+            pick = np.maximum if isinstance(node, sp.Max) else np.minimum
+            values = [value(a) for a in node.args]
+            picked = reduce(pick, values)
+            undefined = reduce(np.logical_or, (arith.isnan(v) for v in values))
+            return np.where(undefined, arith.number(sp.nan), picked)
+        if node.has(sp.I) or node.is_real is False:
+            raise ComputationError("no_real_value", term=str(node))
+        raise NoClosedForm("no_closed_form", term=str(node))
+
+    def _mul(node: sp.Expr) -> Any:
+        bases = [a.base if a.is_Pow else a for a in node.args]
+        if len(set(bases)) < len(bases):  # x**y*y/x is 0/0 at x = 0; y*x**(y-1) is not
+            merged = sp.powsimp(node, combine="exp")
+            if merged != node:
+                return value(merged)
+        steps = [a for a in node.args if isinstance(a, sp.Heaviside)]
+        off = reduce(
+            np.logical_or,
+            (np.asarray(value(a.args[0]) < 0, dtype=bool) for a in steps),
+            np.False_,
+        )
+        if np.any(off):  # Heaviside(a) = 0 on a < 0: this term is 0 there, even times inf
+            whole = product(value(a) for a in node.args)
+            return np.where(off, arith.number(sp.Integer(0)), whole)
+        deltas = [a for a in node.args if isinstance(a, sp.DiracDelta)]
+        rest = product(value(a) for a in node.args if a not in deltas)
+        for delta in deltas:  # x**2*DiracDelta(x) is 0: the factor vanishes where it fires
+            at = np.asarray(value(delta.args[0]) == 0, dtype=bool)
+            vanishes = at & np.asarray(rest == 0, dtype=bool)
+            rest = np.where(vanishes, arith.number(sp.Integer(0)), rest * value(delta))
+        return rest
+
+    return value(expr)
+
+
+def evaluate_float(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith = FLOAT64) -> np.ndarray:
+    """``evaluate`` converted to a float64 array."""
+    return arith.floats(evaluate(expr, env, arith))
+
+
+def close_floats(a: np.ndarray, b: np.ndarray, ulps: int = 2) -> bool:
+    """The same float64 numbers to within ``ulps`` units in the last place (NaN matches NaN)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        near = np.abs(a - b) <= ulps * np.spacing(np.abs(b))
+    return bool(np.all(same | near))
+
+
+def stable(compute: Callable[[Arith], T], settled: Callable[[T, T], bool]) -> T:
+    """``compute(Precise(bits))`` for bits = 128, 256, ... until two runs in a row are
+    ``settled`` (their float64 numbers match); ``Unstable`` past ``MAX_BITS``."""
+    bits = FIRST_BITS
+    previous = compute(Precise(bits))
+    while bits < MAX_BITS:
+        bits *= 2
+        current = compute(Precise(bits))
+        if settled(previous, current):
+            return current
+        previous = current
+    raise Unstable("unstable", bits=MAX_BITS)
+
+
+def reference(compute: Callable[[Arith], T], elements: int, settled: Callable[[T, T], bool]) -> T:
+    """``compute`` in the arithmetic the reference needs: precise (``stable``) up to
+    ``PRECISE_ELEMENTS`` elements; beyond, float64 checked at a sample of elements, and
+    precise after all where the sample finds float64 off."""
+    if elements <= PRECISE_ELEMENTS:
+        return stable(compute, settled)
+    try:
+        return compute(SAMPLED)
+    except SampleMismatch:
+        return stable(compute, settled)
+
+
+def precise_value(
+    expr: sp.Expr, env: dict[sp.Symbol, np.ndarray], shape: tuple[int, ...]
+) -> np.ndarray:
+    """``expr`` at float64 numbers ``env``, evaluated for the reference (see ``reference``),
+    broadcast to ``shape``."""
+
+    def compute(arith: Arith) -> np.ndarray:
+        inputs = {s: arith.array(v) for s, v in env.items()}
+        return np.broadcast_to(evaluate_float(expr, inputs, arith), shape)
+
+    sizes = [math.prod(shape), *(np.size(v) for v in env.values())]
+    return np.array(reference(compute, max(sizes), close_floats))
+
+
+def sample_check(
+    expr: sp.Expr, env: dict[sp.Symbol, np.ndarray], values: np.ndarray, seed: int = 0
+) -> None:
+    """Check float64 ``values`` of ``expr`` against precise evaluation at ``SAMPLE`` random
+    elements; ``SampleMismatch`` when one differs by more than ``SAMPLE_RTOL``."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size <= SAMPLE:
+        picks = np.arange(values.size)
+    else:
+        picks = np.random.default_rng(seed).choice(values.size, SAMPLE, replace=False)
+    free = [s for s in expr.free_symbols if s in env]
+    local = {s: np.broadcast_to(np.asarray(env[s]), values.shape).reshape(-1)[picks] for s in free}
+
+    def compute(arith: Arith) -> np.ndarray:
+        inputs = {s: arith.array(v) for s, v in local.items()}
+        return np.broadcast_to(evaluate_float(expr, inputs, arith), picks.shape)
+
+    precise = stable(compute, close_floats)
+    fast = values.reshape(-1)[picks]
+    with np.errstate(all="ignore"):
+        off = ~(
+            (fast == precise)
+            | (np.isnan(fast) & np.isnan(precise))
+            | (np.abs(fast - precise) <= SAMPLE_RTOL * np.abs(precise))
+        )
+    if off.any():
+        raise SampleMismatch(
+            "sample_mismatch", term=str(expr), off=int(off.sum()), sampled=picks.size
+        )

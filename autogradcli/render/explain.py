@@ -1,0 +1,79 @@
+"""Render an ``Explanation``: the backward pass node by node, and J^T w for --weights."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from autogradcli.render.cells import format_array, mark, mark_expected
+from autogradcli.results import Explanation
+
+
+def render_explanation(explanation: Explanation, output: str) -> RenderableType:
+    """The node table, then the external-gradient table when weights were given."""
+    parts: list[RenderableType] = [_nodes(explanation, output)]
+    if explanation.vjp:
+        parts.append(_vjp(explanation, output))
+    return Group(*parts)
+
+
+def _nodes(explanation: Explanation, output: str) -> Table:
+    table = Table(
+        title=f"backward() node by node, in the order PyTorch ran them (numbers from hooks; "
+        f"gradient in = ∂{output}/∂node, checked against SymPy)",
+        title_justify="left",
+        show_lines=True,
+    )
+    columns = ("#", "PyTorch node", "gradient in", "to", "× local ∂\n(SymPy)", "= sent", "check")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for step in explanation.steps:
+        node = Text(" + ".join(step.grad_fns), style="bold")
+        node.append(f"\n{step.label}" + (" (leaf)" if step.leaf else ""), style="")
+        first = [str(step.index), node, format_array(step.arriving)]
+        if step.leaf is not None:
+            check = mark_expected(step.arriving_agree, step.arriving_expected)
+            table.add_row(*first, f"{step.leaf}.grad", "+= (accumulate)", "", check)
+            continue
+        if not step.flows:
+            check = mark_expected(step.arriving_agree, step.arriving_expected)
+            table.add_row(*first, "—", "—", "—", check)
+        for rank, flow in enumerate(step.flows):
+            cells = first if rank == 0 else ["", "", ""]
+            check = mark_expected(flow.agree, flow.expected)
+            if rank == 0 and not step.arriving_agree:
+                check = mark_expected(False, step.arriving_expected)
+                check.append(" (gradient in)")
+            table.add_row(*cells, flow.to, flow.local, format_array(flow.grad), check)
+    return table
+
+
+def _vjp(explanation: Explanation, output: str) -> Table:
+    table = Table(
+        title=f"the external gradient: {output}.backward(w) computes Jᵀw, the gradient of "
+        f"sum({output} * w)",
+        title_justify="left",
+        show_lines=True,
+    )
+    for column in (
+        "input",
+        f"J = ∂{output}/∂input\n(SymPy, rows: {output})",
+        "w",
+        "Jᵀw\n(SymPy)",
+        ".grad after\nbackward(w)",
+        f"grad of\nsum({output}*w)",
+        "check",
+    ):
+        table.add_column(column, overflow="fold")
+    for check in explanation.vjp:
+        table.add_row(
+            check.name,
+            "too large to show" if check.jacobian is None else format_array(check.jacobian),
+            format_array(explanation.weights),
+            format_array(check.jtw),
+            format_array(check.backward),
+            format_array(check.sum_grad),
+            mark(check.agree),
+        )
+    return table

@@ -1,0 +1,196 @@
+"""Render a ``GradResult`` with Rich: header, output, gradient table, passes, verdict."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from autogradcli.check.verdict import AGREE, ROUNDING
+from autogradcli.messages import CLI, Style, cause_text, note_text, spell
+from autogradcli.render.cells import MARK_OF, STYLES, error_text, format_array, mark
+from autogradcli.results import GradResult, Suggestion
+
+
+def render(result: GradResult, style: Style = CLI) -> Group:
+    """The whole report as one Rich renderable (options spelled in ``style``)."""
+    parts: list = []
+    header = Text.assemble(
+        ("grad ", "bold"),
+        (result.expression, "bold cyan"),
+        f"   device {result.device} · dtype {result.dtype} · "
+        f"rtol {result.rtol:g}, atol {result.atol:g}",
+    )
+    if result.seed is not None:
+        header.append(f" · seed {result.seed}")
+    parts.append(header)
+    parts.append(_output_table(result))
+    if result.weights is not None:
+        what = spell("external gradient ([[weights]])", style)
+        parts.append(Text(f"{what}: {format_array(result.weights)}"))
+    parts.append(_gradient_table(result))
+    for var in result.variables.values():
+        if var.chain:
+            parts.append(
+                Text(f"chain rule: {_short(var.chain)}, expanded: {_short(var.derivative or '')}")
+            )
+    parts += _causes(result)
+    parts += [_suggestion(s, result.dtype) for s in result.suggestions]
+    for var in result.variables.values():
+        for note in var.notes:
+            parts.append(Text(f"note ({var.name}): {note_text(note, style)}", style="yellow"))
+    for note in result.notes:
+        parts.append(Text(f"note: {note_text(note, style)}", style="yellow"))
+    if len(result.passes) > 1:
+        parts.append(Text(f"passes: {result.mode}"))
+        parts.append(_passes_table(result))
+    if result.tensors is not None:
+        from autogradcli.render.tensors import render_tensors
+
+        parts.append(render_tensors(result.tensors, style))
+    if result.explanation is not None:
+        from autogradcli.render.explain import render_explanation
+
+        parts.append(render_explanation(result.explanation, result.output_name))
+    parts.append(_verdict(result))
+    return Group(*parts)
+
+
+def _output_table(result: GradResult) -> Table:
+    table = Table(title="output", title_justify="left", box=None, show_header=True)
+    for column in (
+        "",
+        "value (torch)",
+        f"expected ({result.expected_by})",
+        "max abs error",
+        "check",
+    ):
+        table.add_column(column, overflow="fold")
+    table.add_row(
+        f"{result.output_name} {list(result.output.shape)}",
+        format_array(result.output),
+        format_array(result.output_expected),
+        error_text(result.output_max_abs_error),
+        mark(result.output_verdict),
+    )
+    return table
+
+
+def _gradient_table(result: GradResult) -> Table:
+    table = Table(title="gradients", title_justify="left", show_lines=True)
+    numeric = any(v.numeric is not None for v in result.variables.values())
+    columns = ["variable", "value", ".grad\n(autograd)", f"expected\n({result.expected_by})"]
+    columns += ["numeric\n(central diff.)"] if numeric else []
+    columns += ["derivative\n(SymPy)", "max abs\nerror", "check"]
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for v in result.variables.values():
+        if v.requires_grad:
+            cells = [v.name, format_array(v.value), format_array(v.grad), format_array(v.expected)]
+            if numeric:
+                cells.append(format_array(v.numeric))
+            check = mark(v.verdict)
+            if v.numeric_verdict is not None:
+                check = Text.assemble(
+                    mark(v.verdict), " SymPy\n", mark(v.numeric_verdict), " numeric"
+                )
+            cells += [_short(v.derivative or "—"), error_text(v.max_abs_error), check]
+            table.add_row(*cells)
+        else:
+            cells = [v.name, format_array(v.value), "None", "— (requires_grad=False)"]
+            cells += ["—"] if numeric else []
+            table.add_row(*cells, "—", "—", mark(None))
+    return table
+
+
+def _passes_table(result: GradResult) -> Table:
+    """``.grad`` after each pass beside SymPy's expectation for that pass."""
+    table = Table(show_lines=True)
+    table.add_column("pass")
+    names = list(result.passes[0].grads)
+    for name in names:
+        table.add_column(f"{name}.grad", overflow="fold")
+        table.add_column(
+            "expected (SymPy)\n" + ("single" if result.zero_grad else "pass × single"),
+            overflow="fold",
+        )
+    table.add_column("check")
+    for p in result.passes:
+        cells = [str(p.index)]
+        for name in names:
+            cells += [format_array(p.grads[name]), format_array(p.expected[name])]
+        table.add_row(*cells, mark(p.verdict))
+    return table
+
+
+MAX_SHOWN = 300  # characters of a derivative shown in the table; --json has all of it
+
+
+def _short(text: str) -> str:
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[:MAX_SHOWN]}… ({len(text)} characters; all of it in --json)"
+
+
+def _causes(result: GradResult) -> list[Text]:
+    """One line per distinct cause: what makes a check ≈ or ✗, in its colour."""
+    lines: dict[str, Text] = {}
+    pairs = [("output", result.output_verdict, result.output_cause)]
+    pairs += [(n, v.verdict, v.cause) for n, v in result.variables.items()]
+    for name, verdict, cause in pairs:
+        if cause is None or verdict is None:
+            continue
+        sentence = cause_text(cause)
+        if sentence in lines:
+            lines[sentence].append(f" (also {name})")
+            continue
+        symbol = MARK_OF[verdict]
+        lines[sentence] = Text(f"{symbol} {name}: {sentence}", style=STYLES[symbol].split()[-1])
+    return list(lines.values())
+
+
+def _suggestion(suggestion: Suggestion, dtype: str) -> Text:
+    """A stable form and what its re-run in the same dtype gave."""
+    pairs = ", ".join(f"{new} for {old}" for old, new in suggestion.replaced)
+    grads = ", ".join(f"{n}.grad = {format_array(g)}" for n, g in suggestion.grads.items())
+    if suggestion.confirmed:
+        return Text(
+            f"suggestion: write {pairs}: re-run in {dtype}, it agrees ({grads})", style="green"
+        )
+    why = "" if suggestion.cause is None else f": {cause_text(suggestion.cause)}"
+    return Text(
+        f"tried {pairs}: re-run in {dtype}, it does not agree either ({grads}){why}; "
+        "no stable form to suggest",
+        style="yellow",
+    )
+
+
+def _verdict(result: GradResult) -> Text:
+    numeric = any(v.numeric_verdict is not None for v in result.variables.values())
+    who = "SymPy, and the numeric check," if numeric else result.expected_by
+    if result.expected_by == "numeric":
+        who = "the numeric check"
+    verdict = result.verdict
+    if verdict == AGREE:
+        return Text(f"{MARK_OF[AGREE]} autograd and {who} agree", style=STYLES[MARK_OF[AGREE]])
+    if verdict == ROUNDING:
+        strict = "; --strict counts it as a disagreement" if result.strict else ""
+        return Text(
+            f"{MARK_OF[ROUNDING]} autograd and {who} agree within {result.dtype} rounding "
+            f"(bound {result.rounding_bound:.2g} relative; float64 agrees){strict}",
+            style=STYLES[MARK_OF[ROUNDING]],
+        )
+    failing = [n for n, v in result.variables.items() if v.verdict == "disagree"]
+    failing += [
+        f"{n} (numeric)" for n, v in result.variables.items() if v.numeric_verdict == "disagree"
+    ]
+    if result.output_verdict == "disagree":
+        failing.insert(0, "output")
+    failing += [f"tensor {t.name}" for t in result.tensors or () if t.agree is False]
+    if result.explanation is not None:
+        failing += [
+            f"backward node {s.index} ({s.label})" for s in result.explanation.steps if not s.agree
+        ]
+        failing += [f"Jᵀw for {v.name}" for v in result.explanation.vjp if not v.agree]
+    what = ", ".join(failing) or "a pass"
+    return Text(f"{MARK_OF['disagree']} autograd and {who} disagree: {what}", style="bold red")

@@ -1,0 +1,598 @@
+"""Stage 7: results, immutable values free of torch. ``to_dict()`` is the CLI's ``--json``
+document (``schema/`` has its JSON Schema); ``__rich__`` renders the same report as the CLI
+(``rich.print(result)``), importing Rich only then."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autogradcli.check.compare import Comparison
+from autogradcli.check.verdict import AGREE, DISAGREE, ROUNDING, Cause, passes, worst
+from autogradcli.messages import CLI, PYTHON, Style, cause_text, note_text
+from autogradcli.notes import Note
+
+SCHEMA_VERSION = 1
+
+
+def plain(array: np.ndarray) -> Any:
+    """A 0-d array as a float, others as nested lists of floats."""
+    return np.asarray(array, dtype=np.float64).tolist()
+
+
+def _maybe(array: np.ndarray | None) -> Any:
+    return None if array is None else plain(array)
+
+
+def cause_dict(cause: Cause | None) -> dict[str, Any] | None:
+    """A cause for JSON: its code, its numbers, and the sentence."""
+    return None if cause is None else {**cause.to_dict(), "message": cause_text(cause)}
+
+
+def note_texts(notes: Sequence[Note], style: Style = CLI) -> list[str]:
+    return [note_text(n, style) for n in notes]
+
+
+def note_codes(notes: Sequence[Note]) -> list[dict[str, Any]]:
+    return [n.to_dict() for n in notes]
+
+
+class Rendered:
+    """``__rich__`` and ``_repr_html_`` through the renderers, imported only when used."""
+
+    def __rich__(self) -> Any:
+        from autogradcli.render import renderable
+
+        return renderable(self, PYTHON)
+
+
+@dataclass(frozen=True)
+class VariableResult:
+    """One variable: its value, autograd's ``.grad``, the reference's gradient, the check."""
+
+    name: str
+    value: np.ndarray
+    requires_grad: bool
+    grad: np.ndarray | None = None
+    expected: np.ndarray | None = None
+    derivative: str | None = None
+    chain: str | None = None
+    max_abs_error: float | None = None
+    notes: tuple[Note, ...] = ()
+    numeric: np.ndarray | None = None  # central differences in float64 (--numeric)
+    numeric_max_abs_error: float | None = None
+    verdict: str | None = None  # agree, rounding or disagree (verdict.py); None: not checked
+    cause: Cause | None = None  # why it is rounding or disagree
+    numeric_verdict: str | None = None
+
+    @property
+    def agree(self) -> bool | None:
+        return None if self.verdict is None else self.verdict != DISAGREE
+
+    @property
+    def numeric_agree(self) -> bool | None:
+        return None if self.numeric_verdict is None else self.numeric_verdict != DISAGREE
+
+    @property
+    def rounding(self) -> str | None:
+        """The sentence for a ≈ verdict."""
+        return cause_text(self.cause) if self.verdict == ROUNDING and self.cause else None
+
+    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+        return {
+            "value": plain(self.value),
+            "shape": list(self.value.shape),
+            "requires_grad": self.requires_grad,
+            "grad": _maybe(self.grad),
+            "expected": _maybe(self.expected),
+            "derivative": self.derivative,
+            "chain_rule": self.chain,
+            "max_abs_error": self.max_abs_error,
+            "agree": self.agree,
+            "numeric": _maybe(self.numeric),
+            "numeric_max_abs_error": self.numeric_max_abs_error,
+            "numeric_agree": self.numeric_agree,
+            "verdict": self.verdict,
+            "cause": cause_dict(self.cause),
+            "numeric_verdict": self.numeric_verdict,
+            "rounding": self.rounding,
+            "notes": note_texts(self.notes, style),
+            "note_codes": note_codes(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class TensorResult:
+    """One named tensor (input, step or output) as PyTorch holds it after the last pass.
+
+    ``value_expected``/``grad_expected`` are the reference's; ``grad_note`` says why
+    ``.grad`` is None (a glossary key, ``untracked`` or ``leaf_only``)."""
+
+    name: str
+    kind: str  # "input", "step" or "output"
+    value: np.ndarray
+    requires_grad: bool
+    is_leaf: bool
+    grad_fn: str | None
+    value_expected: np.ndarray | None = None
+    value_agree: bool | None = None
+    grad: np.ndarray | None = None
+    grad_expected: np.ndarray | None = None
+    grad_agree: bool | None = None
+    grad_note: str | None = None
+
+    @property
+    def agree(self) -> bool | None:
+        checks = [c for c in (self.value_agree, self.grad_agree) if c is not None]
+        return all(checks) if checks else None
+
+    def grad_note_text(self, style: Style = CLI) -> str | None:
+        from autogradcli.messages import grad_none_text
+
+        return None if self.grad_note is None else grad_none_text(self.grad_note, style)
+
+    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "shape": list(self.value.shape),
+            "value": plain(self.value),
+            "value_expected": _maybe(self.value_expected),
+            "requires_grad": self.requires_grad,
+            "is_leaf": self.is_leaf,
+            "grad_fn": self.grad_fn,
+            "grad": _maybe(self.grad),
+            "grad_expected": _maybe(self.grad_expected),
+            "grad_note": self.grad_note_text(style),
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """``.grad`` after pass ``index`` (1-based) of forward + backward, and the expected ``k x``."""
+
+    index: int
+    grads: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+    verdict: str
+
+    @property
+    def agree(self) -> bool:
+        return self.verdict != DISAGREE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pass": self.index,
+            "grads": {n: plain(g) for n, g in self.grads.items()},
+            "expected": {n: plain(g) for n, g in self.expected.items()},
+            "agree": self.agree,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A stable form of the expression (``replaced``: pattern and replacement pairs) and
+    what its re-run gave; it is a suggestion only when ``confirmed`` (the re-run agrees)."""
+
+    replaced: tuple[tuple[str, str], ...]
+    expression: str
+    verdict: str
+    confirmed: bool
+    output: np.ndarray
+    grads: dict[str, np.ndarray]
+    cause: Cause | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "replace": [{"pattern": a, "with": b} for a, b in self.replaced],
+            "expression": self.expression,
+            "confirmed": self.confirmed,
+            "rerun": {
+                "verdict": self.verdict,
+                "output": plain(self.output),
+                "grads": {n: plain(g) for n, g in self.grads.items()},
+                "cause": cause_dict(self.cause),
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Flow:
+    """The gradient one node passes to one input: arriving × local derivative, reduced."""
+
+    to: str
+    local: str  # SymPy's local derivative, in terms of the node's inputs
+    grad: np.ndarray  # from PyTorch's hook
+    expected: np.ndarray  # SymPy
+    max_abs_error: float
+    agree: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "to": self.to,
+            "local_derivative": self.local,
+            "grad": plain(self.grad),
+            "expected": plain(self.expected),
+            "max_abs_error": self.max_abs_error,
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
+class NodeStep:
+    """One node of the backward pass, in the order PyTorch ran it."""
+
+    index: int
+    grad_fns: tuple[str, ...]  # PyTorch's nodes for this operation (2/x makes two)
+    label: str
+    arriving: np.ndarray
+    arriving_expected: np.ndarray
+    arriving_agree: bool
+    flows: tuple[Flow, ...] = ()
+    leaf: str | None = None  # for AccumulateGrad: the leaf whose .grad receives it
+
+    @property
+    def agree(self) -> bool:
+        return self.arriving_agree and all(f.agree for f in self.flows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "grad_fn": list(self.grad_fns),
+            "label": self.label,
+            "leaf": self.leaf,
+            "arriving": plain(self.arriving),
+            "arriving_expected": plain(self.arriving_expected),
+            "arriving_agree": self.arriving_agree,
+            "flows": [f.to_dict() for f in self.flows],
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
+class VjpCheck:
+    """What ``out.backward(w)`` computes for one input: ``J^T w`` three ways."""
+
+    name: str
+    jacobian: np.ndarray | None  # SymPy, shape (out.numel, x.numel); None when too large
+    jtw: np.ndarray  # SymPy's J^T w, shaped like x
+    backward: np.ndarray  # autograd: x.grad after out.backward(w)
+    sum_grad: np.ndarray  # autograd: gradient of sum(out * w)
+    agree: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "jacobian": _maybe(self.jacobian),
+            "jtw": plain(self.jtw),
+            "backward": plain(self.backward),
+            "grad_of_sum_out_times_w": plain(self.sum_grad),
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The chain rule as PyTorch ran it (first pass), and the external gradient spelled out."""
+
+    steps: tuple[NodeStep, ...]
+    weights: np.ndarray | None = None
+    vjp: tuple[VjpCheck, ...] = ()
+
+    @property
+    def agree(self) -> bool:
+        return all(s.agree for s in self.steps) and all(v.agree for v in self.vjp)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": [s.to_dict() for s in self.steps],
+            "weights": _maybe(self.weights),
+            "vjp": {v.name: v.to_dict() for v in self.vjp},
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
+class GradResult(Rendered):
+    """Everything ``grad`` found; ``verdict`` and ``agree`` (exit code 0 or 1) sum it up."""
+
+    expression: str
+    device: str
+    dtype: str
+    rtol: float
+    atol: float
+    output: np.ndarray
+    output_expected: np.ndarray
+    output_max_abs_error: float
+    variables: dict[str, VariableResult]
+    passes: tuple[PassResult, ...]
+    weights: np.ndarray | None = None
+    seed: int | None = None
+    output_name: str = "out"
+    mode: str = "one pass"
+    zero_grad: bool = False
+    notes: tuple[Note, ...] = ()
+    tensors: tuple[TensorResult, ...] | None = None
+    explanation: Explanation | None = None
+    expected_by: str = "SymPy"  # or "numeric" when SymPy's exact check was not available
+    output_verdict: str = AGREE
+    output_cause: Cause | None = None
+    rounding_bound: float = 0.0  # the relative part of the rounding bound (verdict.py)
+    strict: bool = False  # a ≈ verdict fails ``agree``
+    suggestions: tuple[Suggestion, ...] = ()
+
+    @property
+    def output_agree(self) -> bool:
+        return self.output_verdict != DISAGREE
+
+    @property
+    def grads(self) -> dict[str, np.ndarray | None]:
+        """Each variable's ``.grad`` after the last pass."""
+        return {n: v.grad for n, v in self.variables.items()}
+
+    @property
+    def expected(self) -> dict[str, np.ndarray | None]:
+        """The reference's gradient of each variable (times the passes that accumulate)."""
+        return {n: v.expected for n, v in self.variables.items()}
+
+    @property
+    def derivatives(self) -> dict[str, str | None]:
+        """SymPy's derivative of each variable, as text."""
+        return {n: v.derivative for n, v in self.variables.items()}
+
+    @property
+    def output_rounding(self) -> str | None:
+        """The sentence for a ≈ verdict of the output."""
+        if self.output_verdict == ROUNDING and self.output_cause is not None:
+            return cause_text(self.output_cause)
+        return None
+
+    @property
+    def verdict(self) -> str:
+        """agree, rounding or disagree: the worst of every check (verdict.py)."""
+        checks = [self.output_verdict, *(p.verdict for p in self.passes)]
+        checks += [v.verdict for v in self.variables.values()]
+        checks += [v.numeric_verdict for v in self.variables.values()]
+        booleans = [t.agree for t in self.tensors or ()]
+        booleans += [] if self.explanation is None else [self.explanation.agree]
+        checks += [DISAGREE for b in booleans if b is False]
+        return worst(checks)
+
+    @property
+    def agree(self) -> bool:
+        """Whether the exit code is 0: agree, or rounding unless ``strict``."""
+        return passes(self.verdict, self.strict)
+
+    def causes(self) -> list[Cause]:
+        """The causes of the output's and each variable's verdict, in that order."""
+        found = [self.output_cause, *(v.cause for v in self.variables.values())]
+        return [c for c in found if c is not None]
+
+    def first_cause(self) -> Cause | None:
+        """The cause behind the overall verdict: the first disagreement's, else the first."""
+        pairs = [(self.output_verdict, self.output_cause)]
+        pairs += [(v.verdict, v.cause) for v in self.variables.values()]
+        for verdict, cause in pairs:
+            if verdict == self.verdict and cause is not None:
+                return cause
+        return None
+
+    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+        """The ``--json`` document: arrays become numbers or nested lists (non-finite stay
+        floats, spelled as strings by ``render.json``)."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "command": "grad",
+            "expression": self.expression,
+            "device": self.device,
+            "dtype": self.dtype,
+            "tolerance": {"rtol": self.rtol, "atol": self.atol},
+            "expected_by": self.expected_by,
+            "seed": self.seed,
+            "output": {
+                "name": self.output_name,
+                "value": plain(self.output),
+                "expected": plain(self.output_expected),
+                "shape": list(self.output.shape),
+                "max_abs_error": self.output_max_abs_error,
+                "agree": self.output_agree,
+                "verdict": self.output_verdict,
+                "cause": cause_dict(self.output_cause),
+                "rounding": self.output_rounding,
+            },
+            "weights": _maybe(self.weights),
+            "variables": {n: v.to_dict(style) for n, v in self.variables.items()},
+            "mode": self.mode,
+            "passes": [p.to_dict() for p in self.passes],
+            "tensors": None
+            if self.tensors is None
+            else {t.name: t.to_dict(style) for t in self.tensors},
+            "explain": None if self.explanation is None else self.explanation.to_dict(),
+            "notes": note_texts(self.notes, style),
+            "note_codes": note_codes(self.notes),
+            "suggestions": [x.to_dict() for x in self.suggestions],
+            "rounding_bound": self.rounding_bound,
+            "strict": self.strict,
+            "verdict": self.verdict,
+            "cause": cause_dict(self.first_cause()),
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of derivatives (a Jacobian per input, a Hessian per pair of inputs, a K-th
+    derivative per input): autograd's numbers, a torch cross-check, and the reference."""
+
+    key: str
+    autograd: np.ndarray
+    cross: np.ndarray | None  # torch.autograd.functional's answer, where there is one
+    cross_name: str
+    expected: np.ndarray  # SymPy's (or numeric, see DerivativeResult.expected_by)
+    max_abs_error: float
+    check: Comparison
+    cross_agree: bool | None = None
+    excluded: int = 0
+    numeric: np.ndarray | None = None
+    numeric_agree: bool | None = None
+    verdict: str = AGREE
+    cause: Cause | None = None
+    kink_codes: frozenset[str] = frozenset()
+
+    @property
+    def agree(self) -> bool:
+        return self.verdict != DISAGREE
+
+    @property
+    def final_verdict(self) -> str:
+        """The block's verdict with its cross-check and numeric check counted in."""
+        others = [DISAGREE for c in (self.cross_agree, self.numeric_agree) if c is False]
+        return worst([self.verdict, *others])
+
+    @property
+    def all_agree(self) -> bool:
+        return self.final_verdict != DISAGREE
+
+    @property
+    def rounding(self) -> str | None:
+        return cause_text(self.cause) if self.verdict == ROUNDING and self.cause else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shape": list(self.autograd.shape),
+            "autograd": plain(self.autograd),
+            "cross_check": None
+            if self.cross is None
+            else {"by": self.cross_name, "value": plain(self.cross), "agree": self.cross_agree},
+            "expected": plain(self.expected),
+            "max_abs_error": self.max_abs_error,
+            "excluded": self.excluded,
+            "numeric": _maybe(self.numeric),
+            "numeric_agree": self.numeric_agree,
+            "rounding": self.rounding,
+            "verdict": self.final_verdict,
+            "cause": cause_dict(self.cause),
+            "agree": self.all_agree,
+        }
+
+
+@dataclass(frozen=True)
+class JacobianRow:
+    """One backward pass of the Jacobian: the one-hot external gradient and the grads."""
+
+    index: tuple[int, ...]
+    one_hot: np.ndarray
+    grads: dict[str, np.ndarray]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": list(self.index),
+            "one_hot": plain(self.one_hot),
+            "grads": {n: plain(g) for n, g in self.grads.items()},
+        }
+
+
+@dataclass(frozen=True)
+class DerivativeResult(Rendered):
+    """What ``jacobian``, ``hessian`` or ``derivative`` found; ``verdict`` and ``agree``
+    sum it up."""
+
+    kind: str  # "jacobian", "hessian" or "order K"
+    expression: str
+    device: str
+    dtype: str
+    rtol: float
+    atol: float
+    output_shape: list[int]
+    values: dict[str, np.ndarray]
+    blocks: tuple[Block, ...]
+    rows: tuple[JacobianRow, ...] = ()
+    notes: tuple[Note, ...] = ()
+    expected_by: str = "SymPy"
+    derivatives: dict[str, str] = field(default_factory=dict)
+    rounding_bound: float = 0.0
+    strict: bool = False
+    seed: int | None = None
+
+    @property
+    def verdict(self) -> str:
+        return worst(b.final_verdict for b in self.blocks)
+
+    @property
+    def agree(self) -> bool:
+        return passes(self.verdict, self.strict)
+
+    def first_cause(self) -> Cause | None:
+        return next((b.cause for b in self.blocks if b.final_verdict == self.verdict), None)
+
+    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+        command = "derivative" if self.kind.startswith("order") else self.kind
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "command": command,
+            "kind": self.kind,
+            "expression": self.expression,
+            "device": self.device,
+            "dtype": self.dtype,
+            "tolerance": {"rtol": self.rtol, "atol": self.atol},
+            "expected_by": self.expected_by,
+            "output_shape": self.output_shape,
+            "values": {n: plain(v) for n, v in self.values.items()},
+            "blocks": {b.key: b.to_dict() for b in self.blocks},
+            "derivatives": self.derivatives or None,
+            "rows": [r.to_dict() for r in self.rows],
+            "notes": note_texts(self.notes, style),
+            "note_codes": note_codes(self.notes),
+            "seed": self.seed,
+            "rounding_bound": self.rounding_bound,
+            "strict": self.strict,
+            "verdict": self.verdict,
+            "cause": cause_dict(self.first_cause()),
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One autograd node: PyTorch's class name, a label, and the nodes it passes gradients to."""
+
+    id: int
+    grad_fn: str
+    label: str
+    leaf: str | None = None  # the leaf's name, for AccumulateGrad
+    shape: list[int] | None = None
+    next: tuple[int | None, ...] = ()  # None: an input without gradient
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "grad_fn": self.grad_fn,
+            "label": self.label,
+            "leaf": self.leaf,
+            "shape": self.shape,
+            "next": list(self.next),
+        }
+
+
+@dataclass(frozen=True)
+class Graph(Rendered):
+    """The whole backward graph; ``nodes[0]`` is the output's ``grad_fn``."""
+
+    expression: str
+    output: str
+    nodes: tuple[GraphNode, ...]
+    seed: int | None = None  # the seed of rand()/randn() values, when one was drawn
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "command": "graph",
+            "expression": self.expression,
+            "output": self.output,
+            "seed": self.seed,
+            "root": self.nodes[0].id,
+            "nodes": [n.to_dict() for n in self.nodes],
+        }

@@ -1,0 +1,1 @@
+"""The PyTorch side: devices, the forward pass built from the tree, backward passes, the graph."""

@@ -1,0 +1,75 @@
+"""PyTorch's autograd errors in plain words: one table, matched on stable message prefixes.
+
+Each entry keeps the start of PyTorch's own message (stable across versions), why it
+happens, and what to do; ``[[option]]`` in a fix is spelled as a flag by the CLI and as a
+parameter by the Python API (``render.messages``). ``docs/errors.md`` shows each happening.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One PyTorch message: a key, its stable prefix, the reason, and the fix."""
+
+    key: str
+    prefix: str
+    title: str
+    why: str
+    fix: str
+
+
+GLOSSARY: tuple[Entry, ...] = (
+    Entry(
+        key="freed_graph",
+        prefix="Trying to backward through the graph a second time",
+        title="second backward() on a freed graph",
+        why="the first backward() freed the values the graph saved for it (such as the "
+        "factors of a multiplication), so the same graph cannot be walked again",
+        fix="keep them with backward(retain_graph=True) ([[retain_graph]]), or build a new "
+        "graph by running the forward pass again ([[repeat]] without [[same_graph]])",
+    ),
+    Entry(
+        key="non_scalar",
+        prefix="grad can be implicitly created only for scalar outputs",
+        title="backward() on a non-scalar output",
+        why="backward() with no argument supplies the external gradient 1, which only "
+        "fits a one-element output; a tensor output needs weights w for the "
+        "vector-Jacobian product J^T w",
+        fix="pass [[weights=ones]] (or weights of the output's shape), or reduce the output "
+        "with sum(...) or mean(...)",
+    ),
+    Entry(
+        key="no_grad",
+        prefix="element 0 of tensors does not require grad and does not have a grad_fn",
+        title="nothing requires grad",
+        why="the output depends on no tensor with requires_grad=True, so no graph was "
+        "recorded for backward() to walk",
+        fix="let an input require grad: drop its [[const]], or use a variable in the expression",
+    ),
+    Entry(
+        key="weights_shape",
+        prefix="Mismatch in shape: grad_output[0]",
+        title="external gradient of the wrong shape",
+        why="the weights w in backward(w) must have exactly the output's shape, one weight "
+        "per output element",
+        fix="give [[weights]] the output's shape, or use [[weights=ones]]",
+    ),
+    Entry(
+        key="non_leaf_grad",
+        prefix="The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
+        title=".grad of a non-leaf tensor",
+        why="PyTorch fills .grad only for leaf tensors (created with requires_grad=True); "
+        "an intermediate result passes its gradient on during backward() and keeps none",
+        fix="call retain_grad() on it before backward() ([[retain_grad=NAME]])",
+    ),
+)
+BY_KEY = {e.key: e for e in GLOSSARY}
+
+
+def lookup(message: str) -> Entry | None:
+    """The entry whose prefix starts ``message`` (after whitespace), if any."""
+    text = message.strip()
+    return next((e for e in GLOSSARY if text.startswith(e.prefix)), None)

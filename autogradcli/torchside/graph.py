@@ -1,0 +1,132 @@
+"""The backward graph PyTorch recorded: walked from the output's ``grad_fn`` through
+``next_functions`` down to the ``AccumulateGrad`` nodes of the leaves.
+
+Nothing here is drawn from the expression: the nodes and edges are PyTorch's own
+objects; the expression only supplies labels (which step or operation made a tensor).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.autograd.graph import get_gradient_edge
+
+from autogradcli.errors import ComputationError
+from autogradcli.lang.text import unparse
+from autogradcli.lang.tree import Expression, Name, Node
+from autogradcli.results import Graph, GraphNode
+from autogradcli.torchside.build import Trace
+
+
+def label_of(node: Node, expression: Expression) -> str:
+    """How a tree node is named: a step's or input's name, else its text."""
+    return node.id if isinstance(node, Name) else unparse(node)
+
+
+@dataclass
+class Owner:
+    """The operation of the expression that made one autograd node, and its label."""
+
+    node: Node
+    label: str
+    grad_fn: Any  # held so that id(grad_fn) stays unique while the table lives
+
+
+def owners(expression: Expression, trace: Trace) -> dict[int, Owner]:
+    """``id(grad_fn)`` -> its ``Owner``, for every tensor of the run.
+
+    The innermost operation wins (``+y`` is ``y`` itself); a step's tensor is labelled
+    ``name = text``, and so is a bare output.
+    """
+    found: dict[int, Owner] = {}
+    for node_id, node in trace.nodes.items():
+        value = trace.values[node_id]
+        if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+            fn = value.grad_fn
+            found.setdefault(id(fn), Owner(node, label_of(node, expression), fn))
+    named = [(s.name, trace.steps[s.name], s.node) for s in expression.steps]
+    if expression.step(expression.output) is None:
+        named.append((expression.output, trace.out, expression.root))
+    named_by: dict[int, list[str]] = {}
+    for name, tensor, node in named:
+        fn = tensor.grad_fn
+        if fn is not None and id(fn) in found:  # z = y (or +y) is y itself: both names show
+            named_by.setdefault(id(fn), []).append(f"{name} = {unparse(node)}")
+    for key, labels in named_by.items():
+        found[key].label = "; ".join(labels)
+    return found
+
+
+def leaf_names(leaves: dict[str, torch.Tensor]) -> dict[int, str]:
+    """``id(leaf tensor)`` -> its name."""
+    return {id(t): name for name, t in leaves.items()}
+
+
+@dataclass
+class _Found:
+    """A node while the walk finds it: its label and edges still being filled."""
+
+    id: int
+    grad_fn: str
+    label: str = ""
+    leaf: str | None = None
+    shape: list[int] | None = None
+    next: list[int | None] = field(default_factory=list)
+
+
+def build_graph(
+    expression: Expression,
+    trace: Trace,
+    leaves: dict[str, torch.Tensor],
+    seed: int | None = None,
+) -> Graph:
+    """Walk PyTorch's graph from ``trace.out.grad_fn``, each node once, numbered as found."""
+    out = trace.out
+    # a leaf output (``x`` alone) has no grad_fn: backward() goes straight to its AccumulateGrad
+    root = get_gradient_edge(out).node if out.requires_grad else None
+    if root is None:
+        raise ComputationError("no_graph")
+    labels = owners(expression, trace)
+    names = leaf_names(leaves)
+    ids: dict[int, int] = {}
+    held: list[Any] = []  # keeps every visited node alive, so no id() is reused
+    nodes: list[_Found] = []
+
+    def discover(fn: Any) -> _Found:
+        held.append(fn)
+        ids[id(fn)] = len(nodes)
+        node = _Found(ids[id(fn)], type(fn).__name__)
+        nodes.append(node)
+        variable = getattr(fn, "variable", None)
+        if variable is not None:
+            node.leaf = names.get(id(variable), "?")
+            node.label = node.leaf
+            node.shape = list(variable.shape)
+        elif id(fn) in labels:
+            node.label = labels[id(fn)].label
+        return node
+
+    stack = [(root, discover(root))]
+    while stack:  # iterative: a long program makes a deep graph
+        fn, node = stack.pop()
+        for nxt, _ in fn.next_functions:
+            if nxt is None:
+                node.next.append(None)
+            elif id(nxt) in ids:
+                node.next.append(ids[id(nxt)])
+            else:
+                child = discover(nxt)
+                node.next.append(child.id)
+                stack.append((nxt, child))
+    for node in nodes:  # nodes PyTorch made inside one operation (2/x: Mul and Reciprocal)
+        if not node.label:
+            parent = next(n for n in nodes if node.id in n.next)
+            nested = parent.label.startswith("(part of ")
+            whole = parent.label.removeprefix("(part of ").removesuffix(")")
+            node.label = f"(part of {whole if nested else parent.label})"
+    frozen = tuple(
+        GraphNode(n.id, n.grad_fn, n.label, n.leaf, n.shape, tuple(n.next)) for n in nodes
+    )
+    return Graph(expression.text, expression.output, frozen, seed)

@@ -1,0 +1,166 @@
+"""Stage 3: the autograd run. Leaf tensors on the device, the backward passes as planned,
+and the same inputs once more in float64 when the verdict needs it."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from autogradcli.bind import Bound, Passes
+from autogradcli.errors import VariableError
+from autogradcli.torchside import build
+from autogradcli.torchside.build import Trace, to_numpy
+from autogradcli.torchside.devices import resolve_device, resolve_dtype
+from autogradcli.torchside.glossary import lookup
+
+
+@dataclass
+class Session:
+    """The torch objects of one run: leaves, the weights tensor, the inputs as autograd saw
+    them (rounded to the dtype, widened to float64)."""
+
+    bound: Bound
+    leaves: dict[str, torch.Tensor]
+    weight_tensor: torch.Tensor | None
+    seen: dict[str, np.ndarray]
+    seen_weights: np.ndarray
+    device: torch.device
+
+    def forward(self, env: dict[str, torch.Tensor] | None = None) -> Trace:
+        """The forward pass (with some leaves replaced by ``env``)."""
+        dtype = resolve_dtype(self.bound.settings.dtype)
+        return build.forward(self.bound.program, {**self.leaves, **(env or {})}, dtype, self.device)
+
+    def weights(self) -> torch.Tensor | None:
+        """A fresh copy each time: backward may hand the weights tensor itself to a leaf's
+        .grad (sum of a 0-d input), and later passes would then accumulate into it."""
+        return None if self.weight_tensor is None else self.weight_tensor.clone()
+
+    def function(self, names: list[str]) -> Callable[..., torch.Tensor]:
+        """``f(*tensors)`` for torch.autograd.functional: the inputs ``names`` replaced."""
+        return lambda *tensors: self.forward(dict(zip(names, tensors, strict=True))).out
+
+
+def start(bound: Bound) -> Session:
+    """Load torch, make the leaf tensors on the device."""
+    dtype = resolve_dtype(bound.settings.dtype)
+    device = resolve_device(bound.settings.device)
+    leaves = {
+        name: build.make_leaf(bound.arrays[name], dtype, device, name in bound.differentiate)
+        for name in bound.program.variables
+    }
+    weight = None if bound.weights is None else build.make_leaf(bound.weights, dtype, device, False)
+    seen = {name: to_numpy(leaf) for name, leaf in leaves.items()}
+    seen_weights = np.ones(bound.out_shape) if weight is None else to_numpy(weight)
+    return Session(bound, leaves, weight, seen, seen_weights, device)
+
+
+@dataclass
+class Autograd:
+    """What the passes left: ``.grad`` after each pass, the last trace, the first (with its
+    hook recorder, for --explain), and the output."""
+
+    snapshots: list[dict[str, np.ndarray]]
+    trace: Trace
+    first: Trace
+    recorder: Any
+    output: np.ndarray
+
+
+def run_passes(
+    session: Session, plan: Passes, retained: list[str], explicit: bool, explain: bool
+) -> Autograd:
+    """Forward and backward as planned; ``retained`` steps keep their ``.grad``."""
+    names = session.bound.names
+    trace: Trace | None = None
+    first: Trace | None = None
+    recorder = None
+    snapshots: list[dict[str, np.ndarray]] = []
+    for index in range(1, plan.repeat + 1):
+        if trace is None or not plan.same_graph:
+            trace = session.forward()
+            retain(trace, retained, explicit)
+        if index == 1:
+            first = trace
+            if explain:
+                from autogradcli.torchside.hooks import attach
+
+                recorder = attach(trace.out)
+        again = index if index > 1 and plan.same_graph else None
+        try:
+            build.backward(trace.out, session.weights(), plan.retain_graph, again)
+        finally:
+            if recorder is not None:
+                recorder.remove()
+        snapshots.append({n: to_numpy(session.leaves[n].grad) for n in names})
+        if plan.zero_grad and index < plan.repeat:
+            for leaf in session.leaves.values():
+                leaf.grad = None  # what optimizer.zero_grad() does (set_to_none=True)
+            for name in retained:
+                tensor_of(trace, name).grad = None
+    assert trace is not None and first is not None
+    return Autograd(snapshots, trace, first, recorder, to_numpy(trace.out))
+
+
+def tensor_of(trace: Trace, name: str) -> torch.Tensor:
+    """The tensor a step or the output named ``name`` holds."""
+    return trace.steps.get(name, trace.out)
+
+
+def retain(trace: Trace, names: list[str], explicit: bool) -> None:
+    """``retain_grad()`` on each named tensor that autograd tracks."""
+    for name in names:
+        tensor = tensor_of(trace, name)
+        if tensor.requires_grad:
+            tensor.retain_grad()
+        elif explicit:
+            raise VariableError("retain_grad_no_grad", name=name)
+
+
+def read_grad(tensor: torch.Tensor) -> tuple[np.ndarray | None, str | None]:
+    """``.grad`` read as PyTorch does, and (a glossary key, or a reason code) why it is
+    None when it is."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        grad = tensor.grad
+    if grad is not None:
+        return to_numpy(grad), None
+    if not tensor.requires_grad:
+        return None, "untracked"
+    for warning in caught:
+        entry = lookup(str(warning.message))
+        if entry is not None:
+            return None, entry.key
+    return None, "leaf_only"
+
+
+@dataclass(frozen=True)
+class Float64Run:
+    """The same inputs (as the dtype rounded them) once in float64: output and gradients."""
+
+    output: np.ndarray
+    grads: dict[str, np.ndarray]
+
+
+def float64_run(session: Session) -> Float64Run:
+    """Forward and one backward in float64 on the CPU-rounded inputs the dtype gave."""
+    bound = session.bound
+    leaves = {
+        n: build.make_leaf(session.seen[n], torch.float64, session.device, n in bound.differentiate)
+        for n in bound.program.variables
+    }
+    trace = build.forward(bound.program, leaves, torch.float64, session.device)
+    weights = None
+    if session.weight_tensor is not None:
+        weights = torch.as_tensor(session.seen_weights, dtype=torch.float64, device=session.device)
+    build.backward(trace.out, weights)
+    grads = {}
+    for name in bound.names:
+        grad = leaves[name].grad
+        grads[name] = np.zeros(bound.shapes[name]) if grad is None else to_numpy(grad)
+    return Float64Run(to_numpy(trace.out), grads)
