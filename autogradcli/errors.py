@@ -99,7 +99,7 @@ class TorchError(ComputationError):
     def __init__(
         self, torch_message: str, pass_index: int | None = None, shape: list[int] | None = None
     ) -> None:
-        from autogradcli.torchside.glossary import lookup
+        from autogradcli.glossary import lookup
 
         text = " ".join(torch_message.split())
         entry = lookup(text)

@@ -300,7 +300,7 @@ def error_text(error: Coded, style: Style = PYTHON) -> str:
 
 def torch_text(data: Mapping[str, Any], style: Style = PYTHON) -> str:
     """PyTorch's message as written, with where it happened, why, and the fix."""
-    from autogradcli.torchside.glossary import BY_KEY
+    from autogradcli.glossary import BY_KEY
 
     context = ""
     if data.get("pass_index"):
@@ -328,7 +328,7 @@ def grad_none_text(reason: str, style: Style = PYTHON) -> str:
 
 def explain_pytorch(message: str, style: Style = PYTHON) -> str:
     """PyTorch's message as written, then why and the fix when the glossary knows it."""
-    from autogradcli.torchside.glossary import lookup
+    from autogradcli.glossary import lookup
 
     text = " ".join(message.split())
     entry = lookup(text)
@@ -337,7 +337,7 @@ def explain_pytorch(message: str, style: Style = PYTHON) -> str:
 
 def glossary_text(key: str, style: Style = PYTHON) -> str:
     """Why and what to do, for a glossary entry (e.g. a .grad that is None)."""
-    from autogradcli.torchside.glossary import BY_KEY
+    from autogradcli.glossary import BY_KEY
 
     entry = BY_KEY[key]
     return f"{entry.why}; {spell(entry.fix, style)}"

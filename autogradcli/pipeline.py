@@ -3,6 +3,7 @@ reconcile → verdict → result. Each stage returns a new value; none edits ano
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,10 +13,10 @@ from autogradcli.bind import Bound, Passes, bind
 from autogradcli.check.blocks import block_notes, make_block, settle_blocks
 from autogradcli.check.judge import Judge
 from autogradcli.check.reconcile import domain_edges
-from autogradcli.check.verdict import rounding_relative
 from autogradcli.errors import VariableError
 from autogradcli.lang.analysis import rounding_steps
 from autogradcli.notes import Note
+from autogradcli.policy.verdict import rounding_relative
 from autogradcli.reference import NumericModel, Reference, choose, exact_or_none
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import Block, DerivativeResult, GradResult, JacobianRow, VariableResult
@@ -26,6 +27,9 @@ from autogradcli.torchside.run import Session, run_passes, start
 def steps_of(bound: Bound, passes: int = 0) -> int:
     """The rounding steps behind one number of the result (verdict.py)."""
     return rounding_steps(bound.program, bound.shapes, bound.limits) + passes
+
+
+MAX_EXACT_HESSIAN_INPUTS = 64  # input elements; the Hessian is their square in sympy.diff calls
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,49 @@ def _diagnosis(bound: Bound, session: Session, model: Any) -> Any:
     return diagnose
 
 
+def _exact_or_numeric(
+    bound: Bound, notes: list[Note], exact: Callable[[], Any], numeric: Callable[[], Any]
+) -> tuple[Any, dict[Any, Any], dict[Any, Any] | None]:
+    """SymPy's model and its values within the time limit (else None, with a note), and the
+    numeric values when asked for or when SymPy could not."""
+    done = exact_or_none(bound.limits, notes, exact)
+    model, values = done if done is not None else (None, {})
+    numbers = numeric() if bound.settings.numeric or model is None else None
+    return model, values, numbers
+
+
+def _blocks(
+    bound: Bound,
+    found: dict[Any, np.ndarray],
+    cross: tuple[dict[Any, np.ndarray], str],
+    model: Any,
+    values: dict[Any, Any],
+    numbers: dict[Any, Any] | None,
+) -> tuple[Block, ...]:
+    """One block per key (an input, or a pair of inputs) against SymPy's values, or the
+    numeric ones when SymPy could not."""
+    blocks = []
+    for key, autograd in found.items():
+        exact = model is not None
+        expected, kinks, codes = values[key] if exact else (numbers[key], None, set())  # type: ignore[index]
+        third = numbers[key] if numbers is not None and exact else None
+        blocks.append(
+            make_block(
+                key if isinstance(key, str) else ",".join(key),
+                autograd,
+                expected,
+                bound.settings,
+                _relative(bound),
+                exact=exact,
+                kinks=kinks,
+                kink_codes=frozenset(codes),
+                numeric=third,
+                cross=(cross[0][key].reshape(autograd.shape), cross[1]),
+            )
+        )
+    return tuple(blocks)
+
+
 def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
     """``jacobian``: one-hot rows, the functional cross-check, SymPy component-wise."""
     from autogradcli.reference.components import ComponentModel
@@ -207,42 +254,23 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
 
     session = start(bound)
     found, rows = higher.jacobian_rows(session)
-    cross = higher.functional_jacobian(session)
+    cross = (higher.functional_jacobian(session), "torch.autograd.functional.jacobian")
     notes: list[Note] = []
 
     def exact() -> Any:
         model = ComponentModel(bound.program, bound.shapes, bound.limits)
         return model, {n: model.jacobian_values(session.seen, n) for n in bound.names}
 
-    done = exact_or_none(bound.limits, notes, exact)
-    model, values = done if done is not None else (None, {})
-    numbers = None
-    if bound.settings.numeric or model is None:
-        forward = NumericModel(bound.program, bound.shapes, bound.limits)._forward
-        numbers = numeric_jacobian(forward, session.seen, bound.names)
-    blocks = []
-    for n in bound.names:
-        expected, kinks, codes = values[n] if model else (numbers[n], None, set())  # type: ignore[index]
-        third = None if numbers is None or model is None else numbers[n]
-        blocks.append(
-            make_block(
-                n,
-                found[n],
-                expected,
-                bound.settings,
-                _relative(bound),
-                exact=model is not None,
-                kinks=kinks,
-                kink_codes=frozenset(codes),
-                numeric=third,
-                cross=(cross[n], "torch.autograd.functional.jacobian"),
-            )
-        )
+    def numeric() -> Any:
+        return numeric_jacobian(_forward(bound), session.seen, bound.names)
+
+    model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
+    blocks = _blocks(bound, found, cross, model, values, numbers)
     return _derivative_result(
         bound,
         session,
         "jacobian",
-        tuple(blocks),
+        blocks,
         notes,
         model is not None,
         rows=rows if keep_rows else (),
@@ -257,46 +285,27 @@ def run_hessian(bound: Bound) -> DerivativeResult:
     from autogradcli.reference.numeric import numeric_hessian
 
     session = start(bound)
-    found, cross = higher.hessian(session), higher.functional_hessian(session)
-    names, notes = bound.names, []
+    found = higher.hessian(session)
+    cross = (higher.functional_hessian(session), "torch.autograd.functional.hessian")
+    notes: list[Note] = []
     inputs = sum(int(np.prod(bound.shapes[n])) for n in bound.program.variables)
 
     def exact() -> Any:
         if inputs > MAX_EXACT_HESSIAN_INPUTS:
             raise TooLarge("exact_hessian_inputs", limit=MAX_EXACT_HESSIAN_INPUTS, inputs=inputs)
         model = ComponentModel(bound.program, bound.shapes, bound.limits)
-        pairs = [(a, b) for a in names for b in names]
-        return model, {p: model.values_of(hessian_terms(model, *p), session.seen) for p in pairs}
+        return model, {p: model.values_of(hessian_terms(model, *p), session.seen) for p in found}
 
-    done = exact_or_none(bound.limits, notes, exact)
-    model, values = done if done is not None else (None, {})
-    numbers = None
-    if bound.settings.numeric or model is None:
-        forward = NumericModel(bound.program, bound.shapes, bound.limits)._forward
-        numbers = numeric_hessian(forward, session.seen, names)
-    blocks = []
-    for pair in [(a, b) for a in names for b in names]:
-        expected, kinks, codes = values[pair] if model else (numbers[pair], None, set())  # type: ignore[index]
-        third = None if numbers is None or model is None else numbers[pair]
-        blocks.append(
-            make_block(
-                ",".join(pair),
-                found[pair],
-                expected,
-                bound.settings,
-                _relative(bound),
-                exact=model is not None,
-                kinks=kinks,
-                kink_codes=frozenset(codes),
-                numeric=third,
-                cross=(cross[pair].reshape(found[pair].shape), "torch.autograd.functional.hessian"),
-            )
-        )
+    def numeric() -> Any:
+        return numeric_hessian(_forward(bound), session.seen, bound.names)
+
+    model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
+    blocks = _blocks(bound, found, cross, model, values, numbers)
     return _derivative_result(
         bound,
         session,
         "hessian",
-        tuple(blocks),
+        blocks,
         notes,
         model is not None,
         diagnose=_diagnosis(bound, session, model),
@@ -304,7 +313,9 @@ def run_hessian(bound: Bound) -> DerivativeResult:
     )
 
 
-MAX_EXACT_HESSIAN_INPUTS = 64  # input elements; the Hessian is their square in sympy.diff calls
+def _forward(bound: Bound) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """The forward pass in float64 without autograd (what central differences evaluate)."""
+    return NumericModel(bound.program, bound.shapes, bound.limits).forward
 
 
 def run_derivative(bound: Bound, order: int) -> DerivativeResult:
@@ -364,7 +375,7 @@ def _numeric_order(
 
     if not bound.settings.numeric:
         return None, 0.0
-    f = NumericModel(bound.program, bound.shapes, bound.limits)._forward
+    f = _forward(bound)
 
     def along(v: np.ndarray) -> np.ndarray:
         out = np.broadcast_to(f({**session.seen, name: v}), bound.out_shape)

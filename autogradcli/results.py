@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from autogradcli.check.compare import Comparison
-from autogradcli.check.verdict import AGREE, DISAGREE, ROUNDING, Cause, passes, worst
 from autogradcli.messages import CLI, PYTHON, Style, cause_text, note_text
 from autogradcli.notes import Note
+from autogradcli.policy.compare import Comparison
+from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, Cause, passes, worst
 
 SCHEMA_VERSION = 1
 

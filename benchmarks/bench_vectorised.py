@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 
 import torch
-
 from autogradcli.gradient import compute_gradient
 
 EXPRESSIONS = {

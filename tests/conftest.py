@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from autogradcli.cli import app
+from tests.schemas import validate_text
 
 ENV = {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "dumb"}
 
@@ -26,11 +27,14 @@ class Run:
 
 
 def cli(*args: str) -> Run:
-    """Invoke ``autograd-cli ARGS`` in-process; a single string is split like a shell."""
+    """Invoke ``autograd-cli ARGS`` in-process; a single string is split like a shell.
+    Every JSON document it prints is validated against the published schema."""
     argv = shlex.split(args[0]) if len(args) == 1 else list(args)
     result = CliRunner(env=ENV).invoke(app, argv)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
+    if "--json" in argv:
+        validate_text(result.stdout)
     return Run(result.exit_code, result.stdout, result.stderr)
 
 

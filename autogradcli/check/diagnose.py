@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from autogradcli.check.compare import Comparison
-from autogradcli.check.verdict import MAX_RELATIVE, UNIT_ROUNDOFF, Cause
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Binary, Call, Expression, Name, Node, Num, operands, walk
+from autogradcli.policy.compare import Comparison
+from autogradcli.policy.verdict import MAX_RELATIVE, UNIT_ROUNDOFF, Cause
 
 # A node's value counts as wrong past this relative error (its operands being right).
 LOSS_UNITS = 256

@@ -19,12 +19,12 @@ import numpy as np
 import sympy as sp
 import torch
 
-from autogradcli.check.compare import compare
 from autogradcli.lang.analysis import is_full_reduction
 from autogradcli.lang.shapes import infer_shape
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Binary, Call, Expression, Name, Node, Num, cut, operands
 from autogradcli.lang.vocabulary import CONSTANTS, FUNCTIONS
+from autogradcli.policy.compare import compare
 from autogradcli.reference import Model
 from autogradcli.reference.evaluate import precise_value
 from autogradcli.reference.expected import Expected

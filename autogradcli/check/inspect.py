@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from autogradcli.bind import named_tensors
-from autogradcli.check.compare import compare
 from autogradcli.lang.tree import Node, cut
+from autogradcli.policy.compare import compare
 from autogradcli.reference import Model
 from autogradcli.results import TensorResult, VariableResult
 from autogradcli.torchside.build import Trace, to_numpy

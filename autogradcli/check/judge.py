@@ -1,4 +1,4 @@
-"""Stage 6: the verdict of each check of a ``grad`` run (the policy is ``verdict.py``).
+"""Stage 6: the verdict of each check of a ``grad`` run (the policy is ``policy.verdict``).
 
 Comparisons of autograd's numbers with the reference become verdicts and causes; the
 float64 re-run and the forward pass's diagnosis are made only when a check needs them.
@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from autogradcli.check.compare import Comparison, compare
 from autogradcli.check.diagnose import check_cause, forward_cause, rounding_cause
-from autogradcli.check.verdict import AGREE, ROUNDING, Cause, rounding_relative, settle, worst
 from autogradcli.notes import Note
+from autogradcli.policy.compare import Comparison, compare
+from autogradcli.policy.verdict import AGREE, ROUNDING, Cause, rounding_relative, settle, worst
 from autogradcli.reference import Reference
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
@@ -109,11 +109,19 @@ class Judge:
             relative=self.relative,
         )
         self._float64: Float64Checks | None = None
+        self._checks: dict[tuple[str, int, int], Comparison] = {}
         self._forward: Cause | None = None
         self._diagnosed = False
 
     def check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
-        """``grads`` of ``name`` against ``scale`` times the reference's gradient."""
+        """``grads`` of ``name`` against ``scale`` times the reference's gradient (each
+        pass's array compared once: the last pass is also the final ``.grad``)."""
+        key = (name, scale, id(grads))
+        if key not in self._checks:
+            self._checks[key] = self._check(name, grads, scale)
+        return self._checks[key]
+
+    def _check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
         e = self.expected
         return compare(
             grads,

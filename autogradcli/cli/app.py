@@ -9,7 +9,7 @@ spelled with this program's flags.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -18,7 +18,21 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from autogradcli import __version__
 from autogradcli.cli.edge import errors, report_error
-from autogradcli.cli.options import ConstOption, VarOption, with_settings
+from autogradcli.cli.options import (
+    ConstOption,
+    ExplainOption,
+    InspectOption,
+    OrderOption,
+    RepeatOption,
+    RetainGradOption,
+    RetainGraphOption,
+    SameGraphOption,
+    ShowRowsOption,
+    VarOption,
+    WeightsOption,
+    ZeroGradOption,
+    with_settings,
+)
 from autogradcli.errors import AutogradCliError, ValueSpecError, VariableError
 from autogradcli.lang.vocabulary import FUNCTIONS
 from autogradcli.settings import Settings
@@ -184,6 +198,15 @@ def _variables(specs: list[str]) -> dict[str, str | None]:
     return values
 
 
+def _run(
+    ctx: typer.Context, json_output: bool, var: list[str] | None, call: Callable[[Any], Any]
+) -> NoReturn:
+    """Read the values, call the API (errors become one line), show the result, exit."""
+    with errors(ctx, json_output):
+        result = call(_variables(var or []))
+    _finish(result, json_output)
+
+
 def _finish(result: Any, json_output: bool) -> NoReturn:
     """Print the result (Rich or JSON) and exit with its verdict's code."""
     from autogradcli.render import show
@@ -203,56 +226,15 @@ def grad(
     ctx: typer.Context,
     expression: ExpressionArg,
     var: VarOption = None,
-    weights: Annotated[
-        str | None,
-        typer.Option(
-            metavar="W",
-            help="External gradient for a non-scalar output, out.backward(W): a value of the "
-            "output's shape, 'ones', or a variable's name.",
-        ),
-    ] = None,
-    repeat: Annotated[
-        int,
-        typer.Option(min=1, max=10_000, help="Passes of forward + backward; .grad accumulates."),
-    ] = 1,
-    same_graph: Annotated[
-        bool, typer.Option(help="With --repeat: run backward() again on one graph instead.")
-    ] = False,
-    retain_graph: Annotated[
-        bool,
-        typer.Option(help="With --same-graph: backward(retain_graph=True), so it can run again."),
-    ] = False,
-    zero_grad: Annotated[
-        bool, typer.Option(help="Set .grad to None between passes, as optimizer.zero_grad().")
-    ] = False,
-    inspect: Annotated[
-        bool,
-        typer.Option(
-            help="Show every named tensor: data, requires_grad, is_leaf, grad_fn and .grad."
-        ),
-    ] = False,
-    retain_grad: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="NAME",
-            help="Call retain_grad() on step NAME (or 'all'), so its .grad shows (implies "
-            "--inspect).",
-        ),
-    ] = None,
-    explain: Annotated[
-        bool,
-        typer.Option(
-            help="Show the chain rule node by node as backward() ran it, checked by SymPy."
-        ),
-    ] = False,
-    order: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=8,
-            help="The K-th derivative of an elementwise expression (create_graph=True, K times).",
-        ),
-    ] = 1,
+    weights: WeightsOption = None,
+    repeat: RepeatOption = 1,
+    same_graph: SameGraphOption = False,
+    retain_graph: RetainGraphOption = False,
+    zero_grad: ZeroGradOption = False,
+    inspect: InspectOption = False,
+    retain_grad: RetainGradOption = None,
+    explain: ExplainOption = False,
+    order: OrderOption = 1,
     const: ConstOption = None,
     settings: Settings = DEFAULT,
     json_output: bool = False,
@@ -309,10 +291,7 @@ def jacobian(
     ctx: typer.Context,
     expression: ExpressionArg,
     var: VarOption = None,
-    show_rows: Annotated[
-        bool,
-        typer.Option(help="Print each row with the one-hot external gradient that made it."),
-    ] = False,
+    show_rows: ShowRowsOption = False,
     const: ConstOption = None,
     settings: Settings = DEFAULT,
     json_output: bool = False,
@@ -320,12 +299,9 @@ def jacobian(
     """The full Jacobian: one backward() per output element with a one-hot gradient."""
     import autogradcli as ag
 
-    with errors(ctx, json_output):
-        values = _variables(var or [])
-        result = ag.jacobian(
-            expression, values, settings=settings, const=const or [], rows=show_rows
-        )
-    _finish(result, json_output)
+    _run(ctx, json_output, var, lambda values: ag.jacobian(
+        expression, values, settings=settings, const=const or [], rows=show_rows
+    ))  # fmt: skip
 
 
 HESSIAN_EPILOG = (
@@ -347,10 +323,9 @@ def hessian(
     """Second derivatives of a one-element output, via create_graph=True, against SymPy."""
     import autogradcli as ag
 
-    with errors(ctx, json_output):
-        values = _variables(var or [])
-        result = ag.hessian(expression, values, settings=settings, const=const or [])
-    _finish(result, json_output)
+    _run(ctx, json_output, var, lambda values: ag.hessian(
+        expression, values, settings=settings, const=const or []
+    ))  # fmt: skip
 
 
 GRAPH_EPILOG = (

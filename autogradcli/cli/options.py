@@ -34,6 +34,56 @@ ConstOption = Annotated[
     typer.Option(metavar="NAME", help="Make NAME a tensor with requires_grad=False."),
 ]
 
+# Options of grad.
+WeightsOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="W",
+        help="External gradient for a non-scalar output, out.backward(W): a value of the "
+        "output's shape, 'ones', or a variable's name.",
+    ),
+]
+RepeatOption = Annotated[
+    int,
+    typer.Option(min=1, max=10_000, help="Passes of forward + backward; .grad accumulates."),
+]
+SameGraphOption = Annotated[
+    bool, typer.Option(help="With --repeat: run backward() again on one graph instead.")
+]
+RetainGraphOption = Annotated[
+    bool,
+    typer.Option(help="With --same-graph: backward(retain_graph=True), so it can run again."),
+]
+ZeroGradOption = Annotated[
+    bool, typer.Option(help="Set .grad to None between passes, as optimizer.zero_grad().")
+]
+InspectOption = Annotated[
+    bool,
+    typer.Option(help="Show every named tensor: data, requires_grad, is_leaf, grad_fn and .grad."),
+]
+RetainGradOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="NAME",
+        help="Call retain_grad() on step NAME (or 'all'), so its .grad shows (implies --inspect).",
+    ),
+]
+ExplainOption = Annotated[
+    bool,
+    typer.Option(help="Show the chain rule node by node as backward() ran it, checked by SymPy."),
+]
+OrderOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=8,
+        help="The K-th derivative of an elementwise expression (create_graph=True, K times).",
+    ),
+]
+ShowRowsOption = Annotated[
+    bool, typer.Option(help="Print each row with the one-hot external gradient that made it.")
+]
+
 # The shared options: name, annotation, default. Settings and Limits take them by name.
 SHARED: list[tuple[str, Any, Any]] = [
     (

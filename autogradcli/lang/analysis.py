@@ -121,8 +121,8 @@ def rounding_steps(
     """Rounded operations behind one number of the result (see ``verdict``): three per
     operation (forward, local derivative, product), plus ceil(log2 n) for each sum of n
     numbers: reductions, matrix products and the gradient of a broadcast input."""
-    from autogradcli.check.verdict import reduction_steps
     from autogradcli.lang.shapes import infer_shape, program_shapes
+    from autogradcli.policy.verdict import reduction_steps
 
     shapes = program_shapes(expression, shapes, limits)
     steps = 0

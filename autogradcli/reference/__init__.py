@@ -129,7 +129,7 @@ class NumericModel:
         self.expression, self.shapes, self.limits = expression, shapes, limits
         self.bounds = bounds or has_kink(expression)
 
-    def _forward(self, values: dict[str, np.ndarray]) -> np.ndarray:
+    def forward(self, values: dict[str, np.ndarray]) -> np.ndarray:
         from autogradcli.torchside.build import forward_numpy
 
         return forward_numpy(self.expression, values)
@@ -144,9 +144,9 @@ class NumericModel:
         from autogradcli.reference.numeric import numeric_slopes
 
         names = [n for n in self.expression.variables if n in differentiate]
-        slopes = numeric_slopes(self._forward, values, weights, names)
+        slopes = numeric_slopes(self.forward, values, weights, names)
         expected = Expected(
-            output=self._forward(values), grads={n: slopes[n].central for n in names}
+            output=self.forward(values), grads={n: slopes[n].central for n in names}
         )
         for name in names:
             s = slopes[name]
@@ -183,20 +183,6 @@ class NumericModel:
 
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> NumericModel:
         return NumericModel(expression, shapes, self.limits, self.bounds)
-
-
-def numeric_reference(
-    expression: Expression,
-    shapes: dict[str, Shape],
-    limits: Limits,
-    seen: dict[str, np.ndarray],
-    weights: np.ndarray | None,
-    differentiate: frozenset[str],
-    bounds: bool = False,
-) -> Expected:
-    """Central differences at ``seen`` (a third opinion, or a limit at a domain edge)."""
-    model = NumericModel(expression, shapes, limits, bounds)
-    return model.evaluate(seen, weights, differentiate)
 
 
 __all__ = ["Model", "NumericModel", "Reference", "choose", "exact_or_none"]

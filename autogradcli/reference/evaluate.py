@@ -303,28 +303,8 @@ def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
             return arith.call(node.func.__name__, value(node.args[0]))
         if isinstance(node, sp.log):  # log(x, base) stays log(x)/log(base) in SymPy
             return arith.call("log", value(node.args[0]))
-        if isinstance(node, sp.Heaviside):
-            at_zero = to_float(node.args[1]) if len(node.args) > 1 else 0.5
-            return arith.heaviside(value(node.args[0]), at_zero)
-        if isinstance(node, sp.DiracDelta):  # relu'', abs'' (and its derivatives)
-            inner = value(node.args[0])
-            at = np.asarray(inner == 0, dtype=bool)
-            return np.where(at, arith.number(sp.oo), arith.number(sp.Integer(0)))
-        if isinstance(node, sp.atan2):  # SymPy's arg() of a maybe-complex asin/acos/...
-            return arith.atan2(value(node.args[0]), value(node.args[1]))
-        if isinstance(node, (sp.re, sp.im, sp.arg)):  # of a real v: v, 0, and 0 or pi
-            inner = value(node.args[0])
-            if isinstance(node, sp.re):
-                return inner
-            zero, pi = arith.number(sp.Integer(0)), arith.number(sp.pi)
-            negative = np.asarray(inner < 0, dtype=bool) & isinstance(node, sp.arg)
-            return np.where(arith.isnan(inner), arith.number(sp.nan), np.where(negative, pi, zero))
-        if isinstance(node, (sp.Max, sp.Min)):
-            pick = np.maximum if isinstance(node, sp.Max) else np.minimum
-            values = [value(a) for a in node.args]
-            picked = reduce(pick, values)
-            undefined = reduce(np.logical_or, (arith.isnan(v) for v in values))
-            return np.where(undefined, arith.number(sp.nan), picked)
+        if isinstance(node, SPECIAL):
+            return _special(node, [value(a) for a in node.args], arith)
         if node.has(sp.I) or node.is_real is False:
             raise ComputationError("no_real_value", term=str(node))
         raise NoClosedForm("no_closed_form", term=str(node))
@@ -353,6 +333,31 @@ def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
         return rest
 
     return value(expr)
+
+
+SPECIAL = (sp.Heaviside, sp.DiracDelta, sp.atan2, sp.re, sp.im, sp.arg, sp.Max, sp.Min)
+
+
+def _special(node: sp.Expr, args: list[Any], arith: Arith) -> Any:
+    """The functions SymPy's derivatives bring that are not in the vocabulary: jumps
+    (Heaviside, DiracDelta), the complex helpers of real values, Max and Min."""
+    zero, nan = arith.number(sp.Integer(0)), arith.number(sp.nan)
+    if isinstance(node, sp.Heaviside):
+        at_zero = to_float(node.args[1]) if len(node.args) > 1 else 0.5
+        return arith.heaviside(args[0], at_zero)
+    if isinstance(node, sp.DiracDelta):  # relu'', abs'' (and its derivatives)
+        return np.where(np.asarray(args[0] == 0, dtype=bool), arith.number(sp.oo), zero)
+    if isinstance(node, sp.atan2):  # SymPy's arg() of a maybe-complex asin/acos/...
+        return arith.atan2(args[0], args[1])
+    if isinstance(node, sp.re):  # of a real v: v
+        return args[0]
+    if isinstance(node, (sp.im, sp.arg)):  # of a real v: 0, and 0 or pi
+        negative = np.asarray(args[0] < 0, dtype=bool) & isinstance(node, sp.arg)
+        angle = np.where(negative, arith.number(sp.pi), zero)
+        return np.where(arith.isnan(args[0]), nan, angle)
+    pick = np.maximum if isinstance(node, sp.Max) else np.minimum
+    undefined = reduce(np.logical_or, (arith.isnan(v) for v in args))
+    return np.where(undefined, nan, reduce(pick, args))
 
 
 def evaluate_float(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith = FLOAT64) -> np.ndarray:

@@ -6,8 +6,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from autogradcli.check.verdict import AGREE, ROUNDING
 from autogradcli.messages import CLI, Style, cause_text, note_text, spell
+from autogradcli.policy.verdict import AGREE, ROUNDING
 from autogradcli.render.cells import MARK_OF, STYLES, error_text, format_array, mark
 from autogradcli.results import GradResult, Suggestion
 

@@ -13,10 +13,10 @@ import torch
 
 from autogradcli.bind import Bound, Passes
 from autogradcli.errors import VariableError
+from autogradcli.glossary import lookup
 from autogradcli.torchside import build
 from autogradcli.torchside.build import Trace, to_numpy
 from autogradcli.torchside.devices import resolve_device, resolve_dtype
-from autogradcli.torchside.glossary import lookup
 
 
 @dataclass

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autogradcli.check.compare import Comparison
+from autogradcli.policy.compare import Comparison
 
 AGREE, ROUNDING, DISAGREE = "agree", "rounding", "disagree"
 VERDICTS = (AGREE, ROUNDING, DISAGREE)

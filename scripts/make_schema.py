@@ -1,0 +1,356 @@
+"""Write the JSON Schemas of every --json document to schema/ (python scripts/make_schema.py).
+
+tests/test_schema.py checks that the committed files are what this script writes, and every
+JSON document the test suite produces is validated against them (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+NUM = {"oneOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}
+NUMN = {"oneOf": [NUM, {"type": "null"}]}
+DEFS = {
+    "number": NUM,
+    "tensor": {
+        "anyOf": [
+            {"$ref": "#/$defs/number"},
+            {"type": "array", "items": {"$ref": "#/$defs/tensor"}},
+        ]
+    },
+    "tensor_or_null": {"anyOf": [{"$ref": "#/$defs/tensor"}, {"type": "null"}]},
+    "number_or_null": {"anyOf": [{"$ref": "#/$defs/number"}, {"type": "null"}]},
+    "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+    "verdict": {"enum": ["agree", "rounding", "disagree"]},
+    "verdict_or_null": {"enum": ["agree", "rounding", "disagree", None]},
+    "cause": {
+        "anyOf": [
+            {"type": "null"},
+            {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {
+                        "enum": [
+                            "overflow",
+                            "precision_loss",
+                            "zero_times_inf",
+                            "non_differentiable",
+                            "domain",
+                            "nonfinite_input",
+                            "mismatch",
+                            "rounding",
+                        ]
+                    },
+                    "message": {"type": "string"},
+                },
+            },
+        ]
+    },
+    "tolerance": {
+        "type": "object",
+        "required": ["rtol", "atol"],
+        "additionalProperties": False,
+        "properties": {"rtol": {"type": "number"}, "atol": {"type": "number"}},
+    },
+    "notes": {"type": "array", "items": {"type": "string"}},
+    "note_codes": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["code"],
+            "properties": {"code": {"type": "string"}},
+        },
+    },
+    "seed": {"type": ["integer", "null"]},
+}
+HEAD = {
+    "schema_version": {"const": 1},
+    "expression": {"type": "string"},
+    "device": {"type": "string"},
+    "dtype": {"enum": ["float32", "float64", "float16", "bfloat16"]},
+    "tolerance": {"$ref": "#/$defs/tolerance"},
+    "expected_by": {"enum": ["SymPy", "numeric"]},
+    "seed": {"$ref": "#/$defs/seed"},
+    "notes": {"$ref": "#/$defs/notes"},
+    "note_codes": {"$ref": "#/$defs/note_codes"},
+    "rounding_bound": {"type": "number", "minimum": 0, "maximum": 0.125},
+    "strict": {"type": "boolean"},
+    "verdict": {"$ref": "#/$defs/verdict"},
+    "cause": {"$ref": "#/$defs/cause"},
+    "agree": {"type": "boolean"},
+}
+
+
+def obj(props, required=None, extra=False):
+    return {
+        "type": "object",
+        "required": list(required or props),
+        "additionalProperties": extra,
+        "properties": props,
+    }
+
+
+variable = obj(
+    {
+        "value": {"$ref": "#/$defs/tensor"},
+        "shape": {"$ref": "#/$defs/shape"},
+        "requires_grad": {"type": "boolean"},
+        "grad": {"$ref": "#/$defs/tensor_or_null"},
+        "expected": {"$ref": "#/$defs/tensor_or_null"},
+        "derivative": {"type": ["string", "null"]},
+        "chain_rule": {"type": ["string", "null"]},
+        "max_abs_error": {"$ref": "#/$defs/number_or_null"},
+        "agree": {"type": ["boolean", "null"]},
+        "numeric": {"$ref": "#/$defs/tensor_or_null"},
+        "numeric_max_abs_error": {"$ref": "#/$defs/number_or_null"},
+        "numeric_agree": {"type": ["boolean", "null"]},
+        "verdict": {"$ref": "#/$defs/verdict_or_null"},
+        "cause": {"$ref": "#/$defs/cause"},
+        "numeric_verdict": {"$ref": "#/$defs/verdict_or_null"},
+        "rounding": {"type": ["string", "null"]},
+        "notes": {"$ref": "#/$defs/notes"},
+        "note_codes": {"$ref": "#/$defs/note_codes"},
+    }
+)
+output = obj(
+    {
+        "name": {"type": "string"},
+        "value": {"$ref": "#/$defs/tensor"},
+        "expected": {"$ref": "#/$defs/tensor"},
+        "shape": {"$ref": "#/$defs/shape"},
+        "max_abs_error": {"$ref": "#/$defs/number"},
+        "agree": {"type": "boolean"},
+        "verdict": {"$ref": "#/$defs/verdict"},
+        "cause": {"$ref": "#/$defs/cause"},
+        "rounding": {"type": ["string", "null"]},
+    }
+)
+pass_ = obj(
+    {
+        "pass": {"type": "integer", "minimum": 1},
+        "grads": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
+        "expected": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
+        "agree": {"type": "boolean"},
+        "verdict": {"$ref": "#/$defs/verdict"},
+    }
+)
+tensor_row = obj(
+    {
+        "kind": {"enum": ["input", "step", "output"]},
+        "shape": {"$ref": "#/$defs/shape"},
+        "value": {"$ref": "#/$defs/tensor"},
+        "value_expected": {"$ref": "#/$defs/tensor_or_null"},
+        "requires_grad": {"type": "boolean"},
+        "is_leaf": {"type": "boolean"},
+        "grad_fn": {"type": ["string", "null"]},
+        "grad": {"$ref": "#/$defs/tensor_or_null"},
+        "grad_expected": {"$ref": "#/$defs/tensor_or_null"},
+        "grad_note": {"type": ["string", "null"]},
+        "agree": {"type": ["boolean", "null"]},
+    }
+)
+flow = obj(
+    {
+        "to": {"type": "string"},
+        "local_derivative": {"type": "string"},
+        "grad": {"$ref": "#/$defs/tensor"},
+        "expected": {"$ref": "#/$defs/tensor"},
+        "max_abs_error": {"$ref": "#/$defs/number"},
+        "agree": {"type": "boolean"},
+    }
+)
+node = obj(
+    {
+        "index": {"type": "integer"},
+        "grad_fn": {"type": "array", "items": {"type": "string"}},
+        "label": {"type": "string"},
+        "leaf": {"type": ["string", "null"]},
+        "arriving": {"$ref": "#/$defs/tensor"},
+        "arriving_expected": {"$ref": "#/$defs/tensor"},
+        "arriving_agree": {"type": "boolean"},
+        "flows": {"type": "array", "items": flow},
+        "agree": {"type": "boolean"},
+    }
+)
+vjp = obj(
+    {
+        "jacobian": {"$ref": "#/$defs/tensor_or_null"},
+        "jtw": {"$ref": "#/$defs/tensor"},
+        "backward": {"$ref": "#/$defs/tensor"},
+        "grad_of_sum_out_times_w": {"$ref": "#/$defs/tensor"},
+        "agree": {"type": "boolean"},
+    }
+)
+explain = {
+    "anyOf": [
+        {"type": "null"},
+        obj(
+            {
+                "nodes": {"type": "array", "items": node},
+                "weights": {"$ref": "#/$defs/tensor_or_null"},
+                "vjp": {"type": "object", "additionalProperties": vjp},
+                "agree": {"type": "boolean"},
+            }
+        ),
+    ]
+}
+suggestion = obj(
+    {
+        "replace": {
+            "type": "array",
+            "items": obj({"pattern": {"type": "string"}, "with": {"type": "string"}}),
+        },
+        "expression": {"type": "string"},
+        "confirmed": {"type": "boolean"},
+        "rerun": obj(
+            {
+                "verdict": {"$ref": "#/$defs/verdict"},
+                "output": {"$ref": "#/$defs/tensor"},
+                "grads": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
+                "cause": {"$ref": "#/$defs/cause"},
+            }
+        ),
+    }
+)
+grad = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://autograd-cli/schema/grad.schema.json",
+    "title": "autograd-cli grad --json",
+    "$defs": DEFS,
+    **obj(
+        {
+            **HEAD,
+            "command": {"const": "grad"},
+            "output": output,
+            "weights": {"$ref": "#/$defs/tensor_or_null"},
+            "variables": {"type": "object", "additionalProperties": variable},
+            "mode": {"type": "string"},
+            "passes": {"type": "array", "items": pass_, "minItems": 1},
+            "tensors": {
+                "anyOf": [{"type": "null"}, {"type": "object", "additionalProperties": tensor_row}]
+            },
+            "explain": explain,
+            "suggestions": {"type": "array", "items": suggestion},
+        }
+    ),
+}
+block = obj(
+    {
+        "shape": {"$ref": "#/$defs/shape"},
+        "autograd": {"$ref": "#/$defs/tensor"},
+        "cross_check": {
+            "anyOf": [
+                {"type": "null"},
+                obj(
+                    {
+                        "by": {"type": "string"},
+                        "value": {"$ref": "#/$defs/tensor"},
+                        "agree": {"type": ["boolean", "null"]},
+                    }
+                ),
+            ]
+        },
+        "expected": {"$ref": "#/$defs/tensor"},
+        "max_abs_error": {"$ref": "#/$defs/number"},
+        "excluded": {"type": "integer"},
+        "numeric": {"$ref": "#/$defs/tensor_or_null"},
+        "numeric_agree": {"type": ["boolean", "null"]},
+        "rounding": {"type": ["string", "null"]},
+        "verdict": {"$ref": "#/$defs/verdict"},
+        "cause": {"$ref": "#/$defs/cause"},
+        "agree": {"type": "boolean"},
+    }
+)
+row = obj(
+    {
+        "index": {"type": "array", "items": {"type": "integer"}},
+        "one_hot": {"$ref": "#/$defs/tensor"},
+        "grads": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
+    }
+)
+derivative = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://autograd-cli/schema/derivative.schema.json",
+    "title": "autograd-cli jacobian / hessian / grad --order K --json",
+    "$defs": DEFS,
+    **obj(
+        {
+            **HEAD,
+            "command": {"enum": ["jacobian", "hessian", "derivative"]},
+            "kind": {"type": "string", "pattern": "^(jacobian|hessian|order [1-8])$"},
+            "output_shape": {"$ref": "#/$defs/shape"},
+            "values": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
+            "blocks": {"type": "object", "additionalProperties": block},
+            "derivatives": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+            "rows": {"type": "array", "items": row},
+        }
+    ),
+}
+gnode = obj(
+    {
+        "id": {"type": "integer"},
+        "grad_fn": {"type": "string"},
+        "label": {"type": "string"},
+        "leaf": {"type": ["string", "null"]},
+        "shape": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/shape"}]},
+        "next": {"type": "array", "items": {"type": ["integer", "null"]}},
+    }
+)
+graph = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://autograd-cli/schema/graph.schema.json",
+    "title": "autograd-cli graph --json",
+    "$defs": DEFS,
+    **obj(
+        {
+            "schema_version": {"const": 1},
+            "command": {"const": "graph"},
+            "expression": {"type": "string"},
+            "output": {"type": "string"},
+            "seed": {"$ref": "#/$defs/seed"},
+            "root": {"type": "integer"},
+            "nodes": {"type": "array", "items": gnode, "minItems": 1},
+            "written": {"type": "array", "items": {"type": "string"}},
+        },
+        required=["schema_version", "command", "expression", "output", "seed", "root", "nodes"],
+    ),
+}
+error = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://autograd-cli/schema/error.schema.json",
+    "title": "autograd-cli --json, on bad input (exit code 2)",
+    **obj(
+        {
+            "schema_version": {"const": 1},
+            "error": obj(
+                {
+                    "type": {
+                        "enum": [
+                            "error",
+                            "expression",
+                            "limit",
+                            "variable",
+                            "value",
+                            "shape",
+                            "device",
+                            "computation",
+                            "pytorch",
+                            "usage",
+                        ]
+                    },
+                    "code": {"type": "string", "pattern": "^[a-z_]+$"},
+                    "message": {"type": "string", "minLength": 1},
+                }
+            ),
+        }
+    ),
+}
+SCHEMAS = {"grad": grad, "derivative": derivative, "graph": graph, "error": error}
+
+if __name__ == "__main__":
+    for name, schema in SCHEMAS.items():
+        (
+            pathlib.Path(__file__).resolve().parent.parent / "schema" / f"{name}.schema.json"
+        ).write_text(json.dumps(schema, indent=2) + "\n")

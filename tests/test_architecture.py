@@ -1,0 +1,103 @@
+"""The shape of the code: arrows between the stages point one way, the core imports
+neither Typer nor Rich, and ``import autogradcli`` loads nothing heavy."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "autogradcli"
+
+# Each unit may import (at module level) only units before it: the pipeline's order.
+LAYERS = [
+    "autogradcli",  # the package itself (__version__)
+    "errors",
+    "settings",
+    "glossary",
+    "notes",
+    "lang",
+    "messages",
+    "policy",
+    "results",
+    "bind",
+    "torchside",
+    "reference",
+    "check",
+    "pipeline",
+    "api",
+    "render",
+    "cli",
+    "__main__",
+]
+FRONT = ("cli", "render", "__main__")  # may use Typer and Rich
+
+
+def units() -> dict[str, set[str]]:
+    """Unit -> the units it imports at module level."""
+    found: dict[str, set[str]] = {}
+    for py in PACKAGE.rglob("*.py"):
+        parts = py.relative_to(PACKAGE).with_suffix("").parts
+        unit = parts[0] if parts[0] != "__init__" else "autogradcli"
+        for node in ast.parse(py.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autogradcli"):
+                target = node.module.split(".")[1] if "." in node.module else "autogradcli"
+                found.setdefault(unit, set()).add(target)
+    return found
+
+
+def test_every_unit_has_a_layer():
+    assert set(units()) <= set(LAYERS)
+    assert {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir() if p.name[0] != "."} - {
+        "__pycache__"
+    } <= {*LAYERS, "__init__"}
+
+
+@pytest.mark.parametrize("unit", sorted(units()))
+def test_imports_point_back_along_the_pipeline(unit):
+    upward = [t for t in units()[unit] if LAYERS.index(t) > LAYERS.index(unit)]
+    assert not upward, f"{unit} imports {upward}, later stages"
+
+
+def _run(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout.strip()
+
+
+def _imported(py: Path) -> set[str]:
+    """Top-level package names a module imports anywhere, function bodies included."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(py.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_core_imports_neither_typer_nor_rich():
+    core = [
+        p
+        for p in PACKAGE.rglob("*.py")
+        if p.relative_to(PACKAGE).parts[0].removesuffix(".py") not in FRONT
+    ]
+    assert {p.stem for p in core} >= {"pipeline", "run", "api"}
+    offenders = {
+        str(p.relative_to(PACKAGE)): _imported(p) & {"typer", "rich", "click"} for p in core
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_importing_the_api_loads_nothing_heavy():
+    code = (
+        "import sys, autogradcli as ag\n"
+        "ag.grad, ag.Settings, ag.AutogradCliError\n"
+        "heavy = ('torch', 'sympy', 'typer', 'rich', 'mpmath')\n"
+        "print(sorted(k for k in heavy if k in sys.modules))\n"
+    )
+    assert _run(code) == "[]"

@@ -1,0 +1,76 @@
+"""The published JSON contract: schema/ holds a JSON Schema for every --json document, the
+files are what scripts/make_schema.py writes, every document carries schema_version, and
+the API's to_dict() documents validate too (the CLI's are validated in conftest.cli)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import autogradcli as ag
+from tests.conftest import cli
+from tests.schemas import SCHEMA, VALIDATED, validate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_committed_schemas_are_what_the_script_writes():
+    spec = importlib.util.spec_from_file_location("make_schema", ROOT / "scripts/make_schema.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, schema in module.SCHEMAS.items():
+        assert json.loads((SCHEMA / f"{name}.schema.json").read_text()) == schema, name
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        lambda: ag.grad("sum(x**2)", x="[1.0, 2.0]", explain=True, inspect=True).to_dict(),
+        lambda: ag.grad("log(1 + exp(x))", x=100).to_dict(),  # a cause and a suggestion
+        lambda: ag.grad("x*y", x=2, y=3, const=["y"], repeat=2, numeric=True).to_dict(),
+        lambda: ag.jacobian("x*sum(x)", x="[1.0, 2.0]").to_dict(),
+        lambda: ag.hessian("sum(x**3)", x="[1.0, 2.0]").to_dict(),
+        lambda: ag.derivative("sin(x)", x=1.0, order=3).to_dict(),
+        lambda: ag.backward_graph("y = x*2; out = y + 1", x=1).to_dict(),
+    ],
+    ids=["grad-views", "grad-cause", "grad-passes", "jacobian", "hessian", "order", "graph"],
+)
+def test_api_documents_validate(document):
+    doc = document()
+    assert doc["schema_version"] == 1
+    validate(doc)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("grad", "x.y", "--x", "1"),
+        ("grad", "x", "--x", "1", "--repeat", "0"),
+        ("grad", "x**2", "--x", "[1.0, 2.0]"),
+        ("jacobian", "x", "--x", "[]"),
+    ],
+)
+def test_error_documents_validate(args):
+    run = cli(*args, "--json")
+    assert run.exit_code == 2
+    doc = run.json()
+    assert doc["schema_version"] == 1 and doc["error"]["code"]
+
+
+def test_a_document_that_breaks_the_contract_is_caught():
+    doc = ag.grad("x", x=1).to_dict()
+    doc["verdict"] = "maybe"
+    with pytest.raises(AssertionError, match="verdict"):
+        validate(doc)
+
+
+def test_the_suite_validates_documents_of_every_schema():
+    for name in ("grad", "derivative", "graph", "error"):
+        cli(*{"grad": ("grad", "x", "--x", "1"), "derivative": ("hessian", "x**2", "--x", "1"),
+              "graph": ("graph", "x*2", "--x", "1"), "error": ("grad", "", "--x", "1")}[name],
+            "--json")  # fmt: skip
+    assert {"grad", "derivative", "graph", "error"} <= set(VALIDATED)
