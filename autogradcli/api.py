@@ -22,7 +22,7 @@ from autogradcli.lang.analysis import calls, is_elementwise
 from autogradcli.lang.tree import Expression
 from autogradcli.lang.vocabulary import REDUCTIONS
 from autogradcli.notes import Note
-from autogradcli.results import DerivativeResult, GradResult, Suggestion
+from autogradcli.results import DerivativeResult, GradResult, Graph, Suggestion
 from autogradcli.settings import Limits, Settings
 
 MAX_ORDER = 8
@@ -198,9 +198,9 @@ def backward_graph(
     settings: Settings | None = None,
     const: Iterable[str] = (),
     **keywords: Any,
-) -> Any:
+) -> Graph:
     """The backward graph PyTorch records: ``grad_fn`` nodes from the output down to the
-    ``AccumulateGrad`` node of each leaf (``torchside.graph.Graph``)."""
+    ``AccumulateGrad`` node of each leaf."""
     from autogradcli.torchside.graph import build_graph
     from autogradcli.torchside.run import start
 

@@ -1,7 +1,7 @@
 """Time the symbolic check against the autograd run it checks, side by side.
 
 For growing inputs it times (a) the PyTorch forward + backward alone and (b) the whole
-``compute_gradient`` (parse, autograd, SymPy derivative evaluated over the tensor,
+``autogradcli.grad`` (parse, autograd, SymPy derivative evaluated over the tensor,
 comparison), and prints their ratio: how much the SymPy check costs on top of autograd.
 
     python benchmarks/bench_vectorised.py [--sizes 1000 100000 10000000] [--repeat 3]
@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 
 import torch
-from autogradcli.gradient import compute_gradient
+
+import autogradcli as ag
 
 EXPRESSIONS = {
     "polynomial": (
@@ -45,7 +46,7 @@ def run_autograd(line: Callable[[torch.Tensor], torch.Tensor], size: int) -> Non
 
 
 def run_tool(text: str, size: int) -> None:
-    result = compute_gradient(text, {"x": f"linspace(-1, 1, {size})"}, device="cpu")
+    result = ag.grad(text, {"x": f"linspace(-1, 1, {size})"}, device="cpu")
     assert result.agree, text
 
 

@@ -4,6 +4,7 @@ neither Typer nor Rich, and ``import autogradcli`` loads nothing heavy."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,14 @@ def test_importing_the_api_loads_nothing_heavy():
         "print(sorted(k for k in heavy if k in sys.modules))\n"
     )
     assert _run(code) == "[]"
+
+
+def test_the_architecture_page_lists_every_module():
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    listed = set(re.findall(r"^\| `([\w/]+\.py)` \|", page, flags=re.M))
+    modules = {
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "__init__.py" or p.parent == PACKAGE or p.parent.name in ("reference", "render")
+    }
+    assert listed == modules
