@@ -20,8 +20,12 @@ __version__ = "0.2.0"
 
 __all__ = [
     "AutogradCliError",
+    "DerivativeResult",
+    "GradResult",
+    "Graph",
     "Limits",
     "Settings",
+    "TorchError",
     "__version__",
     "backward_graph",
     "derivative",
@@ -39,11 +43,16 @@ _WHERE = {
     "Settings": "autogradcli.settings",
     "Limits": "autogradcli.settings",
     "AutogradCliError": "autogradcli.errors",
+    "TorchError": "autogradcli.errors",
+    "GradResult": "autogradcli.results",
+    "DerivativeResult": "autogradcli.results",
+    "Graph": "autogradcli.results",
 }
 
 if TYPE_CHECKING:
     from autogradcli.api import backward_graph, derivative, grad, hessian, jacobian
-    from autogradcli.errors import AutogradCliError
+    from autogradcli.errors import AutogradCliError, TorchError
+    from autogradcli.results import DerivativeResult, GradResult, Graph
     from autogradcli.settings import Limits, Settings
 
 

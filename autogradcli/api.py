@@ -23,9 +23,8 @@ from autogradcli.lang.tree import Expression
 from autogradcli.lang.vocabulary import REDUCTIONS
 from autogradcli.notes import Note
 from autogradcli.results import DerivativeResult, GradResult, Graph, Suggestion
-from autogradcli.settings import Limits, Settings
+from autogradcli.settings import Limits, Settings, number
 
-MAX_ORDER = 8
 _SETTINGS = {f.name for f in fields(Settings)} | {f.name for f in fields(Limits)}
 
 
@@ -75,7 +74,7 @@ def grad(
     chosen, given = split(settings, values, keywords)
     plan = Passes(repeat, same_graph, retain_graph, zero_grad)
     bound = bind(expression, given, chosen, weights=weights, const=const)
-    names = list(retain_grad)
+    names = [retain_grad] if isinstance(retain_grad, str) else list(retain_grad)
     retained = tuple(retained_names(bound, names))
 
     from autogradcli.pipeline import GradRequest, run_grad  # torch and SymPy load from here
@@ -129,7 +128,7 @@ def jacobian(
     *,
     settings: Settings | None = None,
     const: Iterable[str] = (),
-    rows: bool = True,
+    rows: bool = False,
     **keywords: Any,
 ) -> DerivativeResult:
     """The Jacobian ``d out / d x`` per input, shaped ``out.shape + x.shape``: one
@@ -182,8 +181,7 @@ def derivative(
     ``diff(expr, x, order)``."""
     from autogradcli.pipeline import run_derivative
 
-    if not 1 <= order <= MAX_ORDER:
-        raise VariableError("order_range", most=MAX_ORDER, order=order)
+    number("order", order)
     chosen, given = split(settings, values, keywords)
     bound = _differentiable(bind(expression, given, chosen, const=const))
     if not is_elementwise(bound.program) or calls(bound.program) & set(REDUCTIONS):

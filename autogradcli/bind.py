@@ -14,7 +14,7 @@ from autogradcli.lang.parser import parse_expression
 from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.tree import Expression, Node
 from autogradcli.lang.values import RandomSource, read_value
-from autogradcli.settings import Limits, Settings
+from autogradcli.settings import Limits, Settings, number
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def bind(
 ) -> Bound:
     """Parse (unless already parsed) and read everything; check names, shapes and sizes."""
     limits = settings.limits
-    const = list(dict.fromkeys(const))
+    const = list(dict.fromkeys([const] if isinstance(const, str) else const))
     program = expression
     if isinstance(expression, str):
         program = parse_expression(expression, limits, given=frozenset(values))
@@ -80,13 +80,7 @@ def check_names(program: Expression, values: Mapping[str, Any], const: Iterable[
     variables = list(program.variables)
     for name in [*values, *const]:
         if program.step(name) is not None:
-            raise VariableError(
-                "value_for_step",
-                name=name,
-                wanted=f"give values for {', '.join(variables)} only"
-                if variables
-                else "this program has no inputs, so drop the value (or rename the step)",
-            )
+            raise VariableError("value_for_step", name=name, variables=variables)
         if name not in variables:
             raise UnknownVariableError(name, variables)
     for name in variables:
@@ -133,8 +127,7 @@ class Passes:
     zero_grad: bool = False
 
     def __post_init__(self) -> None:
-        if self.repeat < 1:
-            raise VariableError("repeat_at_least_one", repeat=self.repeat)
+        object.__setattr__(self, "repeat", number("repeat", self.repeat))
         for option, given in (("same_graph", self.same_graph), ("zero_grad", self.zero_grad)):
             if given and self.repeat < 2:
                 raise VariableError("needs_repeat", option=option)

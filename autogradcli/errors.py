@@ -48,6 +48,12 @@ class LimitError(AutogradCliError):
     kind = "limit"
 
 
+class OptionError(AutogradCliError):
+    """An option's value is not one it takes (a number out of range, say)."""
+
+    kind = "usage"
+
+
 class VariableError(AutogradCliError):
     """A variable is missing, unknown, or given twice; or options that do not fit."""
 

@@ -29,7 +29,7 @@ GLOSSARY: tuple[Entry, ...] = (
         why="the first backward() freed the values the graph saved for it (such as the "
         "factors of a multiplication), so the same graph cannot be walked again",
         fix="keep them with backward(retain_graph=True) ([[retain_graph]]), or build a new "
-        "graph by running the forward pass again ([[repeat]] without [[same_graph]])",
+        "graph by running the forward pass again (drop [[same_graph]])",
     ),
     Entry(
         key="non_scalar",
@@ -47,7 +47,8 @@ GLOSSARY: tuple[Entry, ...] = (
         title="nothing requires grad",
         why="the output depends on no tensor with requires_grad=True, so no graph was "
         "recorded for backward() to walk",
-        fix="let an input require grad: drop its [[const]], or use a variable in the expression",
+        fix="let an input require grad (leave it out of [[const]]), or use a variable in the "
+        "expression",
     ),
     Entry(
         key="weights_shape",

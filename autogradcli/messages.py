@@ -8,6 +8,7 @@ written ``[[name]]`` or ``[[name=value]]`` in a template is spelled for whoever 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
@@ -47,7 +48,13 @@ PARAMETERS: dict[str, str] = {
 }
 
 
+# Commands as the Python API names them ([[@graph]] in a template).
+FUNCTIONS: dict[str, str] = {"graph": "backward_graph()"}
+
+
 def cli_option(name: str, value: str | None) -> str:
+    if name.startswith("@"):
+        return f"autograd-cli {name[1:]}"
     flag = FLAGS.get(name, "--" + name.replace("_", "-"))
     return flag if value is None else f"{flag} {value}"
 
@@ -55,14 +62,20 @@ def cli_option(name: str, value: str | None) -> str:
 BOOLEANS = frozenset(
     {"same_graph", "retain_graph", "zero_grad", "explain", "inspect", "numeric", "strict"}
 )
+TEXTS = frozenset({"device", "dtype", "weights"})  # the API takes these as strings
+LISTS = frozenset({"retain_grad", "const"})  # and these as lists of names
 
 
 def python_option(name: str, value: str | None) -> str:
+    if name.startswith("@"):
+        return "ag." + FUNCTIONS.get(name[1:], name[1:] + "()")
     if name == "var" and value is not None:  # --var x=2: a value given by name
         key, _, given = value.partition("=")
         return f"values=dict({key}={given})"
     if value is None and name in BOOLEANS:
         return f"{name}=True"
+    if value is not None and name in TEXTS | LISTS:
+        value = f'"{value}"' if name in TEXTS else f'["{value}"]'
     name = PARAMETERS.get(name, name)
     return name if value is None else f"{name}={value}"
 
@@ -70,7 +83,7 @@ def python_option(name: str, value: str | None) -> str:
 Style = Callable[[str, "str | None"], str]
 CLI: Style = cli_option
 PYTHON: Style = python_option
-_OPTION = re.compile(r"\[\[([\w{}]+)(?:=([^\]]+))?\]\]")
+_OPTION = re.compile(r"\[\[(@?[\w{}]+)(?:=([^\]]+))?\]\]")
 
 
 def spell(template: str, style: Style, data: Mapping[str, Any] | None = None) -> str:
@@ -196,15 +209,17 @@ ERRORS: dict[str, str] = {
     # variables and options
     "unknown_variable": "no variable '{name}' in the expression (its variables: {known})",
     "value_for_step": "'{name}' is a step of the program, computed in it, so it takes no "
-    "value; {wanted}",
+    "value; give values for {known} only",
+    "value_for_step_no_inputs": "'{name}' is a step of the program, computed in it, so it "
+    "takes no value; this program has no inputs, so drop the value (or rename the step)",
     "value_missing": "variable '{name}' needs a value, e.g. [[{name}=2]] (or [[var={name}=2]])",
-    "repeat_at_least_one": "[[repeat]] must be at least 1, not {repeat}",
+    "bad_number": "[[{name}]] takes {what}, not {value}",
     "needs_repeat": "[[{option}]] only matters when backward runs more than once; add "
     "[[repeat=2]] (or more)",
     "retain_graph_alone": "[[retain_graph]] only matters when backward runs again on the "
     "same graph; add [[same_graph]] (with [[repeat=2]] or more)",
     "explain_needs_sympy": "[[explain]] needs SymPy's exact check, which is not available "
-    "here; see the graph with autograd-cli graph",
+    "here; see the graph with [[@graph]]",
     "retain_grad_input": "'{name}' is an input (a leaf tensor): its .grad is kept anyway; "
     "[[retain_grad]] is for steps and the output: {intermediate}",
     "retain_grad_unknown": "[[retain_grad={name}]]: no step or output named '{name}' (choose "
@@ -216,15 +231,14 @@ ERRORS: dict[str, str] = {
     "jacobian_too_large": "the Jacobian would have {entries} entries; the limit is {limit} "
     "(raise it with [[max_entries]])",
     "hessian_not_scalar": "the Hessian needs a one-element output; this one has shape "
-    "{shape}; reduce it with sum(...) or mean(...), or use autograd-cli jacobian",
+    "{shape}; reduce it with sum(...) or mean(...), or use [[@jacobian]]",
     "hessian_too_large": "the Hessian would have {entries} entries; the limit is {limit} "
     "(raise it with [[max_entries]])",
-    "order_range": "[[order]] must be between 1 and {most}, not {order}",
     "order_elementwise": "[[order]] works on elementwise expressions (no sum, mean or matrix "
-    "algebra); for second derivatives of any scalar output use autograd-cli hessian",
+    "algebra); for second derivatives of any scalar output use [[@hessian]]",
     "order_combination": "[[order={order}]] cannot be combined with [[{option}]]",
     "explain_too_large": "[[explain]] covers backward graphs of up to {limit} nodes; this one "
-    "has {nodes}; explain a smaller expression (or see it with autograd-cli graph)",
+    "has {nodes}; explain a smaller expression (or see it with [[@graph]])",
     "numeric_budget": "a numeric {what} needs {evaluations} forward evaluations; the limit "
     "is {limit}; use smaller inputs",
     "not_name_value": "'{spec}' is not NAME=VALUE; write e.g. [[var=x=2]]",
@@ -286,16 +300,30 @@ def error_text(error: Coded, style: Style = PYTHON) -> str:
     if error.code == "pytorch":
         return torch_text(error.data, style)
     data = dict(error.data)
+    if error.code == "value_for_step":
+        data["known"] = ", ".join(data["variables"])
+        if not data["variables"]:
+            return _fill(ERRORS["value_for_step_no_inputs"], data, style)
     if error.code == "unknown_variable":
         data["known"] = ", ".join(data["variables"]) if data["variables"] else "none"
     if error.code == "device_unavailable":
         data["devices"] = ", ".join(data["available"])
+    if error.code == "bad_number":
+        data["what"] = _number_kind(data)
+        data["value"] = repr(data["value"]) if isinstance(data["value"], str) else data["value"]
     if error.code == "unknown_dtype":
         data["dtypes"] = ", ".join(data["dtypes"])
     if error.code in ("retain_grad_input", "retain_grad_unknown"):
         data["intermediate"] = ", ".join(data["intermediate"])
     template = ERRORS.get(error.code, error.code)
     return _fill(template, data, style)
+
+
+def _number_kind(data: Mapping[str, Any]) -> str:
+    """ "a whole number from 1 to 8", "a number ≥ 0"."""
+    kind = "a whole number" if data["whole"] else "a number"
+    low, high = (v if v == math.inf or v != int(v) else int(v) for v in (data["low"], data["high"]))
+    return f"{kind} ≥ {low}" if high == math.inf else f"{kind} from {low} to {high}"
 
 
 def torch_text(data: Mapping[str, Any], style: Style = PYTHON) -> str:

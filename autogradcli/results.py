@@ -4,8 +4,9 @@ document (``schema/`` has its JSON Schema); ``__rich__`` renders the same report
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,22 @@ from autogradcli.policy.compare import Comparison
 from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, Cause, passes, worst
 
 SCHEMA_VERSION = 1
+
+
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float spelled as JSON (RFC 8259) has no number for
+    it: the strings "NaN", "Infinity", "-Infinity"."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    return value
 
 
 def plain(array: np.ndarray) -> Any:
@@ -40,7 +57,27 @@ def note_codes(notes: Sequence[Note]) -> list[dict[str, Any]]:
     return [n.to_dict() for n in notes]
 
 
-class Rendered:
+def _lock(value: Any) -> None:
+    """Make the arrays in ``value`` (and in its dicts, lists and tuples) read-only."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, dict):
+        for item in value.values():
+            _lock(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _lock(item)
+
+
+class Frozen:
+    """A result's arrays are read-only, like its fields: results are values."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # type: ignore[arg-type]
+            _lock(getattr(self, f.name))
+
+
+class Rendered(Frozen):
     """``__rich__`` and ``_repr_html_`` through the renderers, imported only when used."""
 
     def __rich__(self) -> Any:
@@ -50,7 +87,7 @@ class Rendered:
 
 
 @dataclass(frozen=True)
-class VariableResult:
+class VariableResult(Frozen):
     """One variable: its value, autograd's ``.grad``, the reference's gradient, the check."""
 
     name: str
@@ -105,10 +142,10 @@ class VariableResult:
 
 
 @dataclass(frozen=True)
-class TensorResult:
+class TensorResult(Frozen):
     """One named tensor (input, step or output) as PyTorch holds it after the last pass.
 
-    ``value_expected``/``grad_expected`` are the reference's; ``grad_note`` says why
+    ``value_expected``/``grad_expected`` are the reference's; ``grad_note_code`` says why
     ``.grad`` is None (a glossary key, ``untracked`` or ``leaf_only``)."""
 
     name: str
@@ -122,17 +159,18 @@ class TensorResult:
     grad: np.ndarray | None = None
     grad_expected: np.ndarray | None = None
     grad_agree: bool | None = None
-    grad_note: str | None = None
+    grad_note_code: str | None = None  # why grad is None (messages.grad_none_text)
 
     @property
     def agree(self) -> bool | None:
         checks = [c for c in (self.value_agree, self.grad_agree) if c is not None]
         return all(checks) if checks else None
 
-    def grad_note_text(self, style: Style = CLI) -> str | None:
+    def grad_note_text(self, style: Style = PYTHON) -> str | None:
         from autogradcli.messages import grad_none_text
 
-        return None if self.grad_note is None else grad_none_text(self.grad_note, style)
+        code = self.grad_note_code
+        return None if code is None else grad_none_text(code, style)
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         return {
@@ -146,12 +184,13 @@ class TensorResult:
             "grad": _maybe(self.grad),
             "grad_expected": _maybe(self.grad_expected),
             "grad_note": self.grad_note_text(style),
+            "grad_note_code": self.grad_note_code,
             "agree": self.agree,
         }
 
 
 @dataclass(frozen=True)
-class PassResult:
+class PassResult(Frozen):
     """``.grad`` after pass ``index`` (1-based) of forward + backward, and the expected ``k x``."""
 
     index: int
@@ -174,7 +213,7 @@ class PassResult:
 
 
 @dataclass(frozen=True)
-class Suggestion:
+class Suggestion(Frozen):
     """A stable form of the expression (``replaced``: pattern and replacement pairs) and
     what its re-run gave; it is a suggestion only when ``confirmed`` (the re-run agrees)."""
 
@@ -201,7 +240,7 @@ class Suggestion:
 
 
 @dataclass(frozen=True)
-class Flow:
+class Flow(Frozen):
     """The gradient one node passes to one input: arriving × local derivative, reduced."""
 
     to: str
@@ -223,7 +262,7 @@ class Flow:
 
 
 @dataclass(frozen=True)
-class NodeStep:
+class NodeStep(Frozen):
     """One node of the backward pass, in the order PyTorch ran it."""
 
     index: int
@@ -254,7 +293,7 @@ class NodeStep:
 
 
 @dataclass(frozen=True)
-class VjpCheck:
+class VjpCheck(Frozen):
     """What ``out.backward(w)`` computes for one input: ``J^T w`` three ways."""
 
     name: str
@@ -275,7 +314,7 @@ class VjpCheck:
 
 
 @dataclass(frozen=True)
-class Explanation:
+class Explanation(Frozen):
     """The chain rule as PyTorch ran it (first pass), and the external gradient spelled out."""
 
     steps: tuple[NodeStep, ...]
@@ -381,49 +420,51 @@ class GradResult(Rendered):
         return None
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
-        """The ``--json`` document: arrays become numbers or nested lists (non-finite stay
-        floats, spelled as strings by ``render.json``)."""
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "command": "grad",
-            "expression": self.expression,
-            "device": self.device,
-            "dtype": self.dtype,
-            "tolerance": {"rtol": self.rtol, "atol": self.atol},
-            "expected_by": self.expected_by,
-            "seed": self.seed,
-            "output": {
-                "name": self.output_name,
-                "value": plain(self.output),
-                "expected": plain(self.output_expected),
-                "shape": list(self.output.shape),
-                "max_abs_error": self.output_max_abs_error,
-                "agree": self.output_agree,
-                "verdict": self.output_verdict,
-                "cause": cause_dict(self.output_cause),
-                "rounding": self.output_rounding,
-            },
-            "weights": _maybe(self.weights),
-            "variables": {n: v.to_dict(style) for n, v in self.variables.items()},
-            "mode": self.mode,
-            "passes": [p.to_dict() for p in self.passes],
-            "tensors": None
-            if self.tensors is None
-            else {t.name: t.to_dict(style) for t in self.tensors},
-            "explain": None if self.explanation is None else self.explanation.to_dict(),
-            "notes": note_texts(self.notes, style),
-            "note_codes": note_codes(self.notes),
-            "suggestions": [x.to_dict() for x in self.suggestions],
-            "rounding_bound": self.rounding_bound,
-            "strict": self.strict,
-            "verdict": self.verdict,
-            "cause": cause_dict(self.first_cause()),
-            "agree": self.agree,
-        }
+        """The ``--json`` document: arrays become numbers or nested lists, non-finite
+        numbers the strings "NaN", "Infinity" and "-Infinity"."""
+        return strict(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "command": "grad",
+                "expression": self.expression,
+                "device": self.device,
+                "dtype": self.dtype,
+                "tolerance": {"rtol": self.rtol, "atol": self.atol},
+                "expected_by": self.expected_by,
+                "seed": self.seed,
+                "output": {
+                    "name": self.output_name,
+                    "value": plain(self.output),
+                    "expected": plain(self.output_expected),
+                    "shape": list(self.output.shape),
+                    "max_abs_error": self.output_max_abs_error,
+                    "agree": self.output_agree,
+                    "verdict": self.output_verdict,
+                    "cause": cause_dict(self.output_cause),
+                    "rounding": self.output_rounding,
+                },
+                "weights": _maybe(self.weights),
+                "variables": {n: v.to_dict(style) for n, v in self.variables.items()},
+                "mode": self.mode,
+                "passes": [p.to_dict() for p in self.passes],
+                "tensors": None
+                if self.tensors is None
+                else {t.name: t.to_dict(style) for t in self.tensors},
+                "explain": None if self.explanation is None else self.explanation.to_dict(),
+                "notes": note_texts(self.notes, style),
+                "note_codes": note_codes(self.notes),
+                "suggestions": [x.to_dict() for x in self.suggestions],
+                "rounding_bound": self.rounding_bound,
+                "strict": self.strict,
+                "verdict": self.verdict,
+                "cause": cause_dict(self.first_cause()),
+                "agree": self.agree,
+            }
+        )
 
 
 @dataclass(frozen=True)
-class Block:
+class Block(Frozen):
     """One block of derivatives (a Jacobian per input, a Hessian per pair of inputs, a K-th
     derivative per input): autograd's numbers, a torch cross-check, and the reference."""
 
@@ -438,27 +479,24 @@ class Block:
     excluded: int = 0
     numeric: np.ndarray | None = None
     numeric_agree: bool | None = None
-    verdict: str = AGREE
+    reference_verdict: str = AGREE  # against the reference alone
     cause: Cause | None = None
     kink_codes: frozenset[str] = frozenset()
+
+    @property
+    def verdict(self) -> str:
+        """The block's verdict: the reference's, with the cross-check and numeric check."""
+        others = [DISAGREE for c in (self.cross_agree, self.numeric_agree) if c is False]
+        return worst([self.reference_verdict, *others])
 
     @property
     def agree(self) -> bool:
         return self.verdict != DISAGREE
 
     @property
-    def final_verdict(self) -> str:
-        """The block's verdict with its cross-check and numeric check counted in."""
-        others = [DISAGREE for c in (self.cross_agree, self.numeric_agree) if c is False]
-        return worst([self.verdict, *others])
-
-    @property
-    def all_agree(self) -> bool:
-        return self.final_verdict != DISAGREE
-
-    @property
     def rounding(self) -> str | None:
-        return cause_text(self.cause) if self.verdict == ROUNDING and self.cause else None
+        within = self.reference_verdict == ROUNDING and self.cause
+        return cause_text(self.cause) if within else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -473,14 +511,14 @@ class Block:
             "numeric": _maybe(self.numeric),
             "numeric_agree": self.numeric_agree,
             "rounding": self.rounding,
-            "verdict": self.final_verdict,
+            "verdict": self.verdict,
             "cause": cause_dict(self.cause),
-            "agree": self.all_agree,
+            "agree": self.agree,
         }
 
 
 @dataclass(frozen=True)
-class JacobianRow:
+class JacobianRow(Frozen):
     """One backward pass of the Jacobian: the one-hot external gradient and the grads."""
 
     index: tuple[int, ...]
@@ -519,44 +557,46 @@ class DerivativeResult(Rendered):
 
     @property
     def verdict(self) -> str:
-        return worst(b.final_verdict for b in self.blocks)
+        return worst(b.verdict for b in self.blocks)
 
     @property
     def agree(self) -> bool:
         return passes(self.verdict, self.strict)
 
     def first_cause(self) -> Cause | None:
-        return next((b.cause for b in self.blocks if b.final_verdict == self.verdict), None)
+        return next((b.cause for b in self.blocks if b.verdict == self.verdict), None)
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         command = "derivative" if self.kind.startswith("order") else self.kind
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "command": command,
-            "kind": self.kind,
-            "expression": self.expression,
-            "device": self.device,
-            "dtype": self.dtype,
-            "tolerance": {"rtol": self.rtol, "atol": self.atol},
-            "expected_by": self.expected_by,
-            "output_shape": self.output_shape,
-            "values": {n: plain(v) for n, v in self.values.items()},
-            "blocks": {b.key: b.to_dict() for b in self.blocks},
-            "derivatives": self.derivatives or None,
-            "rows": [r.to_dict() for r in self.rows],
-            "notes": note_texts(self.notes, style),
-            "note_codes": note_codes(self.notes),
-            "seed": self.seed,
-            "rounding_bound": self.rounding_bound,
-            "strict": self.strict,
-            "verdict": self.verdict,
-            "cause": cause_dict(self.first_cause()),
-            "agree": self.agree,
-        }
+        return strict(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "command": command,
+                "kind": self.kind,
+                "expression": self.expression,
+                "device": self.device,
+                "dtype": self.dtype,
+                "tolerance": {"rtol": self.rtol, "atol": self.atol},
+                "expected_by": self.expected_by,
+                "output_shape": self.output_shape,
+                "values": {n: plain(v) for n, v in self.values.items()},
+                "blocks": {b.key: b.to_dict() for b in self.blocks},
+                "derivatives": self.derivatives or None,
+                "rows": [r.to_dict() for r in self.rows],
+                "notes": note_texts(self.notes, style),
+                "note_codes": note_codes(self.notes),
+                "seed": self.seed,
+                "rounding_bound": self.rounding_bound,
+                "strict": self.strict,
+                "verdict": self.verdict,
+                "cause": cause_dict(self.first_cause()),
+                "agree": self.agree,
+            }
+        )
 
 
 @dataclass(frozen=True)
-class GraphNode:
+class GraphNode(Frozen):
     """One autograd node: PyTorch's class name, a label, and the nodes it passes gradients to."""
 
     id: int
@@ -586,13 +626,16 @@ class Graph(Rendered):
     nodes: tuple[GraphNode, ...]
     seed: int | None = None  # the seed of rand()/randn() values, when one was drawn
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "command": "graph",
-            "expression": self.expression,
-            "output": self.output,
-            "seed": self.seed,
-            "root": self.nodes[0].id,
-            "nodes": [n.to_dict() for n in self.nodes],
-        }
+    def to_dict(self, style: Style = CLI) -> dict[str, Any]:  # no sentences to spell
+        return strict(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "command": "graph",
+                "expression": self.expression,
+                "output": self.output,
+                "seed": self.seed,
+                "root": self.nodes[0].id,
+                "nodes": [n.to_dict() for n in self.nodes],
+                "written": [],  # files the CLI's --dot/--png/--svg wrote
+            }
+        )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import math
+import numbers
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from autogradcli.errors import DeviceError
+from autogradcli.errors import DeviceError, OptionError
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -18,6 +20,45 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 }
 
 
+# The numbers settings and passes take: name -> (whole number, smallest, largest).
+NUMBERS: dict[str, tuple[bool, float, float]] = {
+    "rtol": (False, 0, math.inf),
+    "atol": (False, 0, math.inf),
+    "seed": (True, 0, 2**63 - 1),
+    "max_length": (True, 1, math.inf),
+    "max_depth": (True, 1, math.inf),
+    "max_exponent": (True, 1, math.inf),
+    "max_elements": (True, 1, math.inf),
+    "max_entries": (True, 1, math.inf),
+    "sympy_seconds": (False, 0, math.inf),
+    "repeat": (True, 1, 10_000),
+    "order": (True, 1, 8),
+}
+
+
+def number(name: str, value: Any) -> Any:
+    """``value`` as a Python int or float if it is a number ``name`` takes (``NUMBERS``),
+    else a ``bad_number`` error."""
+    whole, low, high = NUMBERS[name]
+    kind = numbers.Integral if whole else numbers.Real
+    fits = isinstance(value, kind) and not isinstance(value, bool)
+    if not (fits and math.isfinite(value) and low <= value <= high):
+        raise OptionError("bad_number", name=name, value=value, whole=whole, low=low, high=high)
+    return int(value) if whole else float(value)
+
+
+def parse_number(name: str, text: str) -> int | float:
+    """A number ``name`` takes, read from text (the command line's options); an error
+    quotes the text as given."""
+    try:
+        return number(name, int(text) if NUMBERS[name][0] else float(text))
+    except (ValueError, OptionError):
+        whole, low, high = NUMBERS[name]
+        raise OptionError(
+            "bad_number", name=name, value=text, whole=whole, low=low, high=high
+        ) from None
+
+
 @dataclass(frozen=True)
 class Limits:
     """Bounds that stop abusive input before it costs time or memory."""
@@ -28,6 +69,10 @@ class Limits:
     max_elements: int = 20_000_000  # elements of any tensor
     max_entries: int = 100_000  # entries of a Jacobian or Hessian
     sympy_seconds: float = 20.0  # SymPy's exact check; past it, the numeric check stands in
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, number(f.name, getattr(self, f.name)))
 
 
 @dataclass(frozen=True)
@@ -53,6 +98,9 @@ class Settings:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise DeviceError("unknown_dtype", dtype=self.dtype, dtypes=list(DTYPES))
+        for name in ("rtol", "atol", "seed"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, number(name, getattr(self, name)))
 
     @property
     def tolerance(self) -> tuple[float, float]:

@@ -148,6 +148,7 @@ tensor_row = obj(
         "grad": {"$ref": "#/$defs/tensor_or_null"},
         "grad_expected": {"$ref": "#/$defs/tensor_or_null"},
         "grad_note": {"type": ["string", "null"]},
+        "grad_note_code": {"type": ["string", "null"]},
         "agree": {"type": ["boolean", "null"]},
     }
 )

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from autogradcli.cli import app
-from tests.schemas import validate_text
+from tests.schemas import validate, validate_text
 
 ENV = {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "dumb"}
+try:  # Click before 8.2 mixes stderr into stdout unless asked not to
+    RUNNER = CliRunner(env=ENV, mix_stderr=False)  # type: ignore[call-arg]
+except TypeError:
+    RUNNER = CliRunner(env=ENV)
 
 
 @dataclass
@@ -30,7 +37,7 @@ def cli(*args: str) -> Run:
     """Invoke ``autograd-cli ARGS`` in-process; a single string is split like a shell.
     Every JSON document it prints is validated against the published schema."""
     argv = shlex.split(args[0]) if len(args) == 1 else list(args)
-    result = CliRunner(env=ENV).invoke(app, argv)
+    result = RUNNER.invoke(app, argv, prog_name="autograd-cli")
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     if "--json" in argv:
@@ -43,6 +50,45 @@ def grad_json(*args: str) -> dict[str, Any]:
     run = cli("grad", *args, "--json")
     assert run.exit_code == 0, (run.stdout, run.stderr)
     return run.json()
+
+
+def largest_array(value: Any) -> int:
+    """The most elements of any array in a result (its dataclasses, dicts and tuples)."""
+    if isinstance(value, np.ndarray):
+        return value.size
+    if dataclasses.is_dataclass(value):
+        value = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    elif isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return max((largest_array(v) for v in value), default=0)
+    return 0
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _every_result_matches_its_schema():
+    """Every result the API returns in any test is validated as its ``to_dict()`` document
+    (the CLI's ``--json``), so the schemas cover every case the suite runs."""
+    import autogradcli.api as api
+
+    originals = {n: getattr(api, n) for n in ("grad", "jacobian", "hessian", "derivative")}
+    originals["backward_graph"] = api.backward_graph
+
+    def checked(function: Any) -> Any:
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = function(*args, **kwargs)
+            if largest_array(result) <= 10_000:  # the schema costs per element
+                validate(result.to_dict())
+            return result
+
+        return call
+
+    for name, function in originals.items():
+        setattr(api, name, checked(function))
+    yield
+    for name, function in originals.items():
+        setattr(api, name, function)
 
 
 @pytest.fixture

@@ -75,15 +75,15 @@ ERRORS = [
         ["x", "--x", "2", "--const", "x"],
         "Error: PyTorch: element 0 of tensors does not require grad and does not have a grad_fn. "
         "Why: the output depends on no tensor with requires_grad=True, so no graph was recorded "
-        "for backward() to walk. Fix: let an input require grad: drop its --const, or use a "
-        "variable in the expression.",
+        "for backward() to walk. Fix: let an input require grad (leave it out of --const), or "
+        "use a variable in the expression.",
     ),
     (
         ["2*3"],
         "Error: PyTorch: element 0 of tensors does not require grad and does not have a grad_fn. "
         "Why: the output depends on no tensor with requires_grad=True, so no graph was recorded "
-        "for backward() to walk. Fix: let an input require grad: drop its --const, or use a "
-        "variable in the expression.",
+        "for backward() to walk. Fix: let an input require grad (leave it out of --const), or "
+        "use a variable in the expression.",
     ),
     (
         ["x**2", "--x", "ones(2,2)"],
@@ -151,20 +151,39 @@ ERRORS = [
         ["x**2", "3", "--x", "2"],
         "Error: got more than one expression ('x**2', '3'); quote the expression and give "
         "values as "
-        "--NAME VALUE. See 'root grad --help'.",
+        "--NAME VALUE. See 'autograd-cli grad --help'.",
     ),
     (
         ["x**2", "--x", "2", "--repeat", "abc"],
-        "Error: Invalid value for '--repeat': Input should be a valid integer, "
-        "unable to parse string "
-        "as an integer. See 'root grad --help'.",
+        "Error: --repeat takes a whole number from 1 to 10000, not 'abc'",
     ),
     (
         ["x**2", "--x", "2", "--repeat", "0"],
-        "Error: Invalid value for '--repeat': Input should be greater than or equal to 1. See "
-        "'root grad --help'.",
+        "Error: --repeat takes a whole number from 1 to 10000, not '0'",
     ),
-    (["--x", "2"], "Error: Missing argument 'expression'. See 'root grad --help'."),
+    (
+        ["x**2", "--x", "2", "--order", "9"],
+        "Error: --order takes a whole number from 1 to 8, not '9'",
+    ),
+    (["x**2", "--x", "2", "--rtol", "-1e-3"], "Error: --rtol takes a number ≥ 0, not '-1e-3'"),
+    (["x**2", "--x", "2", "--atol", "nan"], "Error: --atol takes a number ≥ 0, not 'nan'"),
+    (
+        ["x**2", "--x", "2", "--seed", "-1"],
+        "Error: --seed takes a whole number from 0 to 9223372036854775807, not '-1'",
+    ),
+    (
+        ["x**2", "--x", "2", "--sympy-timeout", "soon"],
+        "Error: --sympy-timeout takes a number ≥ 0, not 'soon'",
+    ),
+    (
+        ["x**2", "--x", "2", "--max-elements", "0"],
+        "Error: --max-elements takes a whole number ≥ 1, not '0'",
+    ),
+    (
+        ["--x", "2"],
+        'Error: missing the expression; give it in quotes, e.g. autograd-cli grad "x**2" --x 3. '
+        "See 'autograd-cli grad --help'.",
+    ),
 ]
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from autogradcli.render.json import dumps, strict
+from autogradcli.render.json import dumps
+from autogradcli.results import strict
 from tests.conftest import cli
 
 

@@ -63,7 +63,7 @@ def make_block(
         excluded=check.excluded,
         numeric=numeric,
         numeric_agree=numeric_agree,
-        verdict=AGREE if check.agree else DISAGREE,
+        reference_verdict=AGREE if check.agree else DISAGREE,
         kink_codes=kink_codes,
     )
 
@@ -96,7 +96,9 @@ def settle_blocks(
             assert f64 is not None
             cause = rounding_cause(block.check, f64, dtype, relative)
             cross = None if block.cross_agree is None else True
-            settled.append(replace(block, verdict=verdict, cause=cause, cross_agree=cross))
+            settled.append(
+                replace(block, reference_verdict=verdict, cause=cause, cross_agree=cross)
+            )
             continue
         cause = check_cause(
             block.check,
@@ -109,7 +111,7 @@ def settle_blocks(
             inputs_finite=inputs_finite,
             kinks=set(block.kink_codes),
         )
-        settled.append(replace(block, verdict=verdict, cause=cause))
+        settled.append(replace(block, reference_verdict=verdict, cause=cause))
     return tuple(settled)
 
 

@@ -65,7 +65,7 @@ def inspect_tensors(
                 grad=grad,
                 grad_expected=grad_expected,
                 grad_agree=grad_agree,
-                grad_note=why,
+                grad_note_code=why,
             )
         )
     return tuple(rows)

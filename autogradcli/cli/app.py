@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer.core import TyperCommand, TyperGroup
 
 from autogradcli import __version__
 from autogradcli.cli.edge import errors, report_error
@@ -35,7 +35,7 @@ from autogradcli.cli.options import (
 )
 from autogradcli.errors import AutogradCliError, ValueSpecError, VariableError
 from autogradcli.lang.vocabulary import FUNCTIONS
-from autogradcli.settings import Settings
+from autogradcli.settings import Settings, parse_number
 
 DEFAULT = Settings()  # replaced by @with_settings with the one built from the options
 
@@ -99,7 +99,7 @@ class GradCommand(TyperCommand):
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         takes_value: dict[str, bool] = {}
         for param in self.get_params(ctx):
-            if isinstance(param, TyperOption):
+            if param.param_type_name == "option":  # Typer's options and Click's --help
                 for opt in (*param.opts, *param.secondary_opts):
                     takes_value[opt] = not (param.is_flag or param.count)
         known: list[str] = []
@@ -126,6 +126,11 @@ class GradCommand(TyperCommand):
                 continue
             positional.append(token)
             i += 1
+        if not positional and not set(args) & set(ctx.help_option_names):
+            raise _Usage(
+                f'missing the expression; give it in quotes, e.g. {ctx.command_path} "x**2" --x 3',
+                ctx,
+            )
         if len(positional) > 1:
             raise _Usage(
                 f"got more than one expression ({', '.join(map(repr, positional))}); quote the "
@@ -227,14 +232,14 @@ def grad(
     expression: ExpressionArg,
     var: VarOption = None,
     weights: WeightsOption = None,
-    repeat: RepeatOption = 1,
+    repeat: RepeatOption = "1",
     same_graph: SameGraphOption = False,
     retain_graph: RetainGraphOption = False,
     zero_grad: ZeroGradOption = False,
     inspect: InspectOption = False,
     retain_grad: RetainGradOption = None,
     explain: ExplainOption = False,
-    order: OrderOption = 1,
+    order: OrderOption = "1",
     const: ConstOption = None,
     settings: Settings = DEFAULT,
     json_output: bool = False,
@@ -242,9 +247,11 @@ def grad(
     """Compute gradients with autograd's backward() and check them against SymPy."""
     import autogradcli as ag
 
+    with errors(ctx, json_output):
+        passes, k = parse_number("repeat", repeat), parse_number("order", order)
     given = {
         "weights": weights is not None and weights.strip() != "ones",
-        "repeat": repeat > 1,
+        "repeat": passes > 1,
         "same_graph": same_graph,
         "retain_graph": retain_graph,
         "zero_grad": zero_grad,
@@ -254,12 +261,12 @@ def grad(
     }
     with errors(ctx, json_output):
         values = _variables(var or [])
-        if order > 1:
+        if k > 1:
             clash = [option for option in ORDER_CLASHES if given[option]]
             if clash:
-                raise VariableError("order_combination", order=order, option=clash[0])
+                raise VariableError("order_combination", order=k, option=clash[0])
             derived = ag.derivative(
-                expression, values, order=order, settings=settings, const=const or []
+                expression, values, order=k, settings=settings, const=const or []
             )
             _finish(derived, json_output)
         result = ag.grad(
@@ -267,7 +274,7 @@ def grad(
             values,
             settings=settings,
             weights=weights,
-            repeat=repeat,
+            repeat=passes,
             same_graph=same_graph,
             retain_graph=retain_graph,
             zero_grad=zero_grad,

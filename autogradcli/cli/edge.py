@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from typing import NoReturn
 
 import typer
-from typer.core import TyperOption
 
 from autogradcli.errors import AutogradCliError, UnknownVariableError
 from autogradcli.messages import CLI, error_text
@@ -36,7 +35,7 @@ def fail(message: str, kind: str, code: str, json_output: bool) -> NoReturn:
 
 
 @contextmanager
-def errors(ctx: typer.Context, json_output: bool) -> Iterator[None]:
+def errors(ctx: typer.Context | None, json_output: bool) -> Iterator[None]:
     """Every error of a command as one ``Error: ...`` line, exit 2."""
     try:
         yield
@@ -59,12 +58,14 @@ class _Failure:
         self.data = {"error": error, "detail": detail}
 
 
-def _suggest_option(name: str, ctx: typer.Context) -> str:
+def _suggest_option(name: str, ctx: typer.Context | None) -> str:
     """``; did you mean --json?`` when an unknown variable looks like a mistyped option."""
+    if ctx is None:
+        return ""
     options = [
         o[2:]
         for p in ctx.command.params
-        if isinstance(p, TyperOption)
+        if p.param_type_name == "option"
         for o in p.opts
         if o.startswith("--")
     ]

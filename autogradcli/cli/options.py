@@ -15,7 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-from autogradcli.settings import DTYPES, Limits, Settings
+from autogradcli.cli.edge import errors
+from autogradcli.settings import DTYPES, NUMBERS, Limits, Settings, parse_number
 
 LIMITS = "Limits"
 
@@ -44,8 +45,8 @@ WeightsOption = Annotated[
     ),
 ]
 RepeatOption = Annotated[
-    int,
-    typer.Option(min=1, max=10_000, help="Passes of forward + backward; .grad accumulates."),
+    str,
+    typer.Option(metavar="N", help="Passes of forward + backward; .grad accumulates (1 to 10000)."),
 ]
 SameGraphOption = Annotated[
     bool, typer.Option(help="With --repeat: run backward() again on one graph instead.")
@@ -73,11 +74,11 @@ ExplainOption = Annotated[
     typer.Option(help="Show the chain rule node by node as backward() ran it, checked by SymPy."),
 ]
 OrderOption = Annotated[
-    int,
+    str,
     typer.Option(
-        min=1,
-        max=8,
-        help="The K-th derivative of an elementwise expression (create_graph=True, K times).",
+        metavar="K",
+        help="The K-th derivative of an elementwise expression (create_graph=True, K times; "
+        "1 to 8).",
     ),
 ]
 ShowRowsOption = Annotated[
@@ -97,27 +98,32 @@ SHARED: list[tuple[str, Any, Any]] = [
     (
         "rtol",
         Annotated[
-            float | None,
-            typer.Option(help="Relative tolerance (default: torch.testing's for the dtype)."),
+            str | None,
+            typer.Option(
+                metavar="RTOL",
+                help="Relative tolerance, ≥ 0 (default: torch.testing's for the dtype).",
+            ),
         ],
         None,
     ),
     (
         "atol",
         Annotated[
-            float | None,
-            typer.Option(help="Absolute tolerance (default: torch.testing's for the dtype)."),
+            str | None,
+            typer.Option(
+                metavar="ATOL",
+                help="Absolute tolerance, ≥ 0 (default: torch.testing's for the dtype).",
+            ),
         ],
         None,
     ),
     (
         "seed",
         Annotated[
-            int | None,
+            str | None,
             typer.Option(
-                min=0,
-                max=2**63 - 1,
-                help="Seed for rand()/randn() values (default: random, reported).",
+                metavar="SEED",
+                help="Seed for rand()/randn() values, 0 to 2**63-1 (default: random, reported).",
             ),
         ],
         None,
@@ -147,67 +153,71 @@ SHARED: list[tuple[str, Any, Any]] = [
     (
         "max_elements",
         Annotated[
-            int,
+            str,
             typer.Option(
-                min=1,
+                metavar="N",
                 help="Largest number of elements any tensor may have.",
                 rich_help_panel=LIMITS,
             ),
         ],
-        Limits.max_elements,
+        str(Limits.max_elements),
     ),
     (
         "max_length",
         Annotated[
-            int,
-            typer.Option(min=1, help="Longest expression, in characters.", rich_help_panel=LIMITS),
+            str,
+            typer.Option(
+                metavar="N", help="Longest expression, in characters.", rich_help_panel=LIMITS
+            ),
         ],
-        Limits.max_length,
+        str(Limits.max_length),
     ),
     (
         "max_depth",
         Annotated[
-            int,
-            typer.Option(min=1, help="Deepest nesting of the expression.", rich_help_panel=LIMITS),
+            str,
+            typer.Option(
+                metavar="N", help="Deepest nesting of the expression.", rich_help_panel=LIMITS
+            ),
         ],
-        Limits.max_depth,
+        str(Limits.max_depth),
     ),
     (
         "max_exponent",
         Annotated[
-            int,
+            str,
             typer.Option(
-                min=1,
+                metavar="N",
                 help="Largest constant exponent of a variable (x**N).",
                 rich_help_panel=LIMITS,
             ),
         ],
-        Limits.max_exponent,
+        str(Limits.max_exponent),
     ),
     (
         "sympy_seconds",
         Annotated[
-            float,
+            str,
             typer.Option(
                 "--sympy-timeout",
-                min=0.0,
+                metavar="SECONDS",
                 help="Seconds for SymPy's exact check; past them the numeric check stands in.",
                 rich_help_panel=LIMITS,
             ),
         ],
-        Limits.sympy_seconds,
+        str(Limits.sympy_seconds),
     ),
     (
         "max_entries",
         Annotated[
-            int,
+            str,
             typer.Option(
-                min=1,
+                metavar="N",
                 help="Largest number of derivative entries to compute.",
                 rich_help_panel=LIMITS,
             ),
         ],
-        Limits.max_entries,
+        str(Limits.max_entries),
     ),
     ("json_output", Annotated[bool, typer.Option("--json", help="Print one JSON object.")], False),
 ]
@@ -215,15 +225,18 @@ SHARED_NAMES = frozenset(name for name, _, _ in SHARED)
 
 
 def settings_from(values: dict[str, Any]) -> Settings:
-    """One ``Settings`` from the shared options' values."""
-    limits = {k: values[k] for k in values if hasattr(Limits, k)}
+    """One ``Settings`` from the shared options' values (numbers as the command line's text)."""
+    numbers = {
+        k: None if v is None else parse_number(k, str(v)) for k, v in values.items() if k in NUMBERS
+    }
+    limits = {k: numbers[k] for k in values if hasattr(Limits, k)}
     dtype = values["dtype"]
     return Settings(
         device=values["device"],
         dtype=dtype.value if isinstance(dtype, Enum) else dtype,
-        rtol=values["rtol"],
-        atol=values["atol"],
-        seed=values["seed"],
+        rtol=numbers["rtol"],
+        atol=numbers["atol"],
+        seed=numbers["seed"],
         limits=Limits(**limits),
         numeric=values["numeric"],
         strict=values["strict"],
@@ -255,7 +268,9 @@ def with_settings(
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             shared = {name: kwargs.pop(name, default) for name, _, default in SHARED}
             json_output = shared.pop("json_output")
-            return command(*args, settings=settings_from(shared), json_output=json_output, **kwargs)
+            with errors(None, json_output):
+                settings = settings_from(shared)
+            return command(*args, settings=settings, json_output=json_output, **kwargs)
 
         parameters = [*own, *extra]
         wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

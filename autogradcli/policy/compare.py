@@ -79,14 +79,10 @@ def compare(
         max_error = 0.0
         if checked.size:
             max_error = math.nan if np.isnan(checked).any() else float(checked.max())
-        within = agree
-        relative_max = 0.0
-        if not agree:  # the rounding band, and how far off the worst element is
-            band = np.isclose(actual, expected, rtol=relative, atol=atol, equal_nan=True)
-            within = bool((close | between | band)[keep].all() and not bad.any())
-            relative = np.where(error == 0, 0.0, error / np.abs(expected))[keep & ~bad]
-            relative = relative[~np.isnan(relative)]
-            relative_max = float(relative.max()) if relative.size else 0.0
+        within, relative_max = agree, 0.0
+        if not agree:
+            fine = close | between
+            within, relative_max = _band(actual, expected, error, fine, bad, keep, relative, atol)
     values = ()
     if excluded.any():
         values = tuple(float(v) for v in np.unique(actual[excluded])[:8])
@@ -101,6 +97,25 @@ def compare(
         max_relative_error=relative_max,
         excluded_values=values,
     )
+
+
+def _band(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    error: np.ndarray,
+    fine: np.ndarray,
+    bad: np.ndarray,
+    keep: np.ndarray,
+    relative: float,
+    atol: float | np.ndarray,
+) -> tuple[bool, float]:
+    """Whether every kept element is within the rounding band ``atol + relative·|ref|``,
+    and the largest relative error of a finite element."""
+    band = np.isclose(actual, expected, rtol=relative, atol=atol, equal_nan=True)
+    within = bool((fine | band)[keep].all() and not bad.any())
+    ratios = np.where(error == 0, 0.0, error / np.abs(expected))[keep & ~bad]
+    ratios = ratios[~np.isnan(ratios)]
+    return within, float(ratios.max()) if ratios.size else 0.0
 
 
 def _errors(

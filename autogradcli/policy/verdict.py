@@ -59,6 +59,11 @@ class Cause:
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, **self.data}
 
+    def __str__(self) -> str:
+        from autogradcli.messages import cause_text
+
+        return cause_text(self)
+
 
 def rounding_relative(dtype: str, steps: int) -> float:
     """The relative part of the rounding bound for ``steps`` rounded operations."""

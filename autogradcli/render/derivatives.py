@@ -36,7 +36,9 @@ def render_derivatives(result: DerivativeResult, style: Style = CLI) -> Renderab
     causes: dict[str, list[str]] = {}
     for b in result.blocks:
         if b.cause is not None:
-            causes.setdefault(MARK_OF[b.verdict] + " " + cause_text(b.cause), []).append(b.key)
+            causes.setdefault(MARK_OF[b.reference_verdict] + " " + cause_text(b.cause), []).append(
+                b.key
+            )
     for line, keys in causes.items():
         style = STYLES[line[0]].split()[-1]
         parts.append(Text(f"{line[0]} {', '.join(keys)}: {line[2:]}", style=style))
@@ -58,7 +60,7 @@ def render_derivatives(result: DerivativeResult, style: Style = CLI) -> Renderab
             )
         )
     else:
-        failing = ", ".join(b.key for b in result.blocks if not b.all_agree)
+        failing = ", ".join(b.key for b in result.blocks if not b.agree)
         parts.append(Text(f"{mark_} autograd and {who} disagree: {failing}", style=STYLES[mark_]))
     return Group(*parts)
 
@@ -97,7 +99,7 @@ def _blocks(result: DerivativeResult) -> Table:
         cells.append(format_array(b.expected))
         if numeric:
             cells.append(format_array(b.numeric))
-        check = mark(b.final_verdict)
+        check = mark(b.verdict)
         if b.cross_agree is False:
             check.append(" (functional differs)")
         cells += [error_text(b.max_abs_error), check]

@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
-
-
-def strict(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by its JSON string spelling."""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return value
-    if isinstance(value, dict):
-        return {k: strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict(v) for v in value]
-    return value
 
 
 def dumps(value: Any) -> str:
     """One strict JSON document; refuses NaN/Infinity literals if any slipped through."""
+    from autogradcli.results import strict
+
     return json.dumps(strict(value), allow_nan=False)
 
 
