@@ -4,11 +4,13 @@ infinite derivatives, non-finite numbers in tables, caps, and the graph command'
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
 
-from tests.conftest import cli, grad_json
+import autogradcli as ag
+from tests.conftest import cli
 
 
 def retained_in_python(build, **values):
@@ -28,33 +30,33 @@ def retained_in_python(build, **values):
 
 
 @pytest.mark.parametrize(
-    ("program", "args", "build"),
+    ("program", "x", "build"),
     [
-        ("x", ["--x", "3"], lambda x: {"out": x}),
-        ("y = x; y*2", ["--x", "3"], lambda x: {"y": x, "out": x * 2}),
-        ("y = x*2; out = y", ["--x", "1"], lambda x: {"y": (y := x * 2), "out": y}),
+        ("x", "3", lambda x: {"out": x}),
+        ("y = x; y*2", "3", lambda x: {"y": x, "out": x * 2}),
+        ("y = x*2; out = y", "1", lambda x: {"y": (y := x * 2), "out": y}),
         (
             "y = x*2; z = y; out = sum(z*y)",
-            ["--x", "[1.0, 2.0]"],
+            "[1.0, 2.0]",
             lambda x: {"y": (y := x * 2), "z": y, "out": (y * y).sum()},
         ),
         (
             "y = x*2; z = +y; out = sum(z*y)",
-            ["--x", "[1.0, 2.0]"],
+            "[1.0, 2.0]",
             lambda x: {"y": (y := x * 2), "z": +y, "out": (+y * y).sum()},
         ),
     ],
 )
-def test_aliases_and_leaf_outputs_get_pytorchs_grads_checked(program, args, build):
-    want = retained_in_python(build, x=json.loads(args[1]))
-    views = ["--retain-grad", "all"] if ";" in program else ["--inspect"]
-    doc = grad_json(program, *args, *views)
-    tensors = doc["tensors"]
+def test_aliases_and_leaf_outputs_get_pytorchs_grads_checked(program, x, build):
+    want = retained_in_python(build, x=json.loads(x))
+    views = {"retain_grad": ["all"]} if ";" in program else {"inspect": True}
+    result = ag.grad(program, x=x, **views)
+    tensors = {t.name: t for t in result.tensors}
     for name, grad in want.items():
-        assert tensors[name]["grad"] == grad, name
+        assert (None if tensors[name].grad is None else tensors[name].grad.tolist()) == grad, name
         if grad is not None:
-            assert tensors[name]["grad_expected"] == grad and tensors[name]["agree"] is True
-    assert doc["agree"] is True
+            assert tensors[name].grad_expected.tolist() == grad and tensors[name].agree is True
+    assert result.agree is True
 
 
 def test_retain_grad_of_a_constant_step():
@@ -64,15 +66,20 @@ def test_retain_grad_of_a_constant_step():
         "Error: --retain-grad y: 'y' does not require grad (it depends on no input that does), "
         "so it has no gradient to keep\n",
     )
-    doc = grad_json(
-        "y = c*3; z = y*x; sum(z)", "--x", "[1.0, 2.0]", "--c", "2", "--const", "c",
-        "--retain-grad", "all",
-    )  # fmt: skip
-    assert doc["tensors"]["y"]["grad"] is None and doc["tensors"]["y"]["requires_grad"] is False
-    assert doc["tensors"]["y"]["grad_note"] == (
-        "autograd does not track a tensor with requires_grad=False"
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad("y = 2*3; y*x", x="1", retain_grad=["y"])
+    assert (raised.value.code, raised.value.data) == ("retain_grad_no_grad", {"name": "y"})
+    result = ag.grad(
+        "y = c*3; z = y*x; sum(z)", x="[1.0, 2.0]", c="2", const=["c"], retain_grad=["all"]
     )
-    assert doc["tensors"]["z"]["grad"] == [1.0, 1.0]
+    tensors = {t.name: t for t in result.tensors}
+    assert tensors["y"].grad is None and tensors["y"].requires_grad is False
+    assert tensors["y"].grad_note_code == "untracked"
+    untracked = "autograd does not track a tensor with requires_grad=False"
+    assert tensors["y"].grad_note_text() == untracked
+    assert result.to_dict()["tensors"]["y"]["grad_note"] == untracked  # --json's words
+    assert tensors["z"].grad.tolist() == [1.0, 1.0]
+    assert result.agree is True
 
 
 def test_non_finite_numbers_show_in_tables():
@@ -82,30 +89,29 @@ def test_non_finite_numbers_show_in_tables():
 
 
 def test_infinite_derivative_in_the_jacobian_is_not_a_false_disagreement():
-    run = cli(
-        "grad", "sqrt(x)", "--x", "[0.0, 1.0, 4.0]", "--weights", "ones", "--explain", "--json"
-    )
-    assert run.exit_code == 0
-    vjp = run.json()["explain"]["vjp"]["x"]
-    inf = "Infinity"
-    assert vjp["jacobian"] == [[inf, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 0.25]]
-    assert vjp["jtw"] == vjp["backward"] == [inf, 0.5, 0.25]
+    result = ag.grad("sqrt(x)", x="[0.0, 1.0, 4.0]", weights="ones", explain=True)
+    assert result.agree is True  # exit code 0
+    (vjp,) = (v for v in result.explanation.vjp if v.name == "x")
+    inf = math.inf
+    assert vjp.jacobian.tolist() == [[inf, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 0.25]]
+    assert vjp.jtw.tolist() == vjp.backward.tolist() == [inf, 0.5, 0.25]
 
 
 def test_an_alias_step_shows_both_names_on_its_node():
-    run = cli("graph", "y = x*2; z = y; out = sum(z*y)", "--x", "[1.0, 2.0]", "--json")
-    labels = [n["label"] for n in run.json()["nodes"]]
+    graph = ag.backward_graph("y = x*2; z = y; out = sum(z*y)", x="[1.0, 2.0]")
+    labels = [n.label for n in graph.nodes]
     assert labels[:3] == ["out = sum(z*y)", "z*y", "y = x*2; z = y"]
 
 
 def test_chain_rule_marks_the_sum_where_a_reduction_is_spread_back():
-    doc = grad_json("y = x*2; m = mean(y); z = (y - m)**2; out = mean(z)", "--x", "[1.0, 2.0, 4.0]")
-    assert doc["variables"]["x"]["chain_rule"] == (
+    result = ag.grad("y = x*2; m = mean(y); z = (y - m)**2; out = mean(z)", x="[1.0, 2.0, 4.0]")
+    assert result.variables["x"].chain == (
         "∂out/∂x = ∂out/∂z·∂z/∂y·∂y/∂x + Σ[∂out/∂z·∂z/∂m]·∂m/∂y·∂y/∂x = "
         "(1/3)·(-2*m + 2*y)·(2) + Σ[(1/3)·(2*m - 2*y)]·(1/3)·(2) "
         "(Σ[...]: summed over the elements a smaller tensor is spread to)"
     )
-    assert doc["variables"]["x"]["derivative"].startswith("-4*mean(2*x)/3 + 8*x/3")
+    assert result.variables["x"].derivative.startswith("-4*mean(2*x)/3 + 8*x/3")
+    assert result.agree is True
 
 
 def test_explain_cap_is_checked_before_the_work():
@@ -144,5 +150,7 @@ def test_a_huge_derivative_is_shortened_in_the_table_not_in_json():
     run = cli("grad", program, "--x", "0.5")
     assert run.exit_code == 0 and len(run.stdout.splitlines()) < 60
     assert "characters; all of it in --json)" in run.stdout.replace("\n", "")
-    doc = grad_json(program, "--x", "0.5")
-    assert len(doc["variables"]["x"]["derivative"]) > 1000
+    result = ag.grad(program, x="0.5")
+    assert result.agree is True
+    assert len(result.variables["x"].derivative) > 1000
+    assert result.to_dict()["variables"]["x"]["derivative"] == result.variables["x"].derivative

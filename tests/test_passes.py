@@ -1,24 +1,32 @@
-"""Running backward more than once: new graphs (--repeat), one graph (--same-graph) with and
-without --retain-graph, --zero-grad; and PyTorch's own errors with the glossary's explanation."""
+"""Running backward more than once: new graphs (repeat), one graph (same_graph) with and
+without retain_graph, zero_grad; and PyTorch's own errors with the glossary's explanation.
+
+The numbers go through the Python API (``ag.grad``); the CLI's tests cover its flags, exit
+codes, error lines and tables."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
 
+import autogradcli as ag
+from autogradcli.errors import TorchError
 from autogradcli.glossary import GLOSSARY, lookup
-from autogradcli.messages import CLI, explain_pytorch, spell
-from tests.conftest import cli, grad_json
+from autogradcli.messages import CLI, PYTHON, explain_pytorch, spell
+from autogradcli.results import GradResult
+from tests.conftest import cli
+from tests.schemas import validate
 
 SEED000 = "y = x + 2; z = y*y*3; out = mean(z)"
 SECOND_BACKWARD_WHY = (
     "Why: the first backward() freed the values the graph saved for it (such as the factors "
     "of a multiplication), so the same graph cannot be walked again. Fix: keep them with "
     "backward(retain_graph=True) (--retain-graph), or build a new graph by running the forward "
-    "pass again (--repeat without --same-graph)."
+    "pass again (drop --same-graph)."
 )
 
 
@@ -58,6 +66,24 @@ def non_leaf_grad() -> None:
     assert y.grad is None
 
 
+def api(expression: str, **options: Any) -> GradResult:
+    """``ag.grad(expression, **options)``; its ``to_dict()`` (the CLI's --json document) is
+    validated against the published schema, as ``conftest.cli`` validates every --json run."""
+    result = ag.grad(expression, **options)
+    validate(result.to_dict())
+    return result
+
+
+def grads_of(result: GradResult) -> list[dict[str, Any]]:
+    """``.grad`` of each variable after each pass, as plain numbers."""
+    return [{n: g.tolist() for n, g in p.grads.items()} for p in result.passes]
+
+
+def expected_of(result: GradResult) -> list[dict[str, Any]]:
+    """The reference's gradient of each variable at each pass, as plain numbers."""
+    return [{n: g.tolist() for n, g in p.expected.items()} for p in result.passes]
+
+
 TRIGGERS = [second_backward, non_scalar, nothing_requires_grad, wrong_weights, non_leaf_grad]
 
 
@@ -81,9 +107,10 @@ def test_unknown_messages_are_passed_through_as_pytorch_wrote_them():
 
 
 def test_repeat_builds_a_new_graph_each_pass_and_accumulates():
-    doc = grad_json(SEED000, "--x", "ones(2,2)", "--repeat", "2")
-    assert doc["mode"] == "forward + backward each pass (a new graph); .grad accumulates"
-    assert [p["grads"]["x"] for p in doc["passes"]] == [[[4.5, 4.5]] * 2, [[9.0, 9.0]] * 2]
+    result = api(SEED000, x="ones(2,2)", repeat=2)
+    assert result.mode == "forward + backward each pass (a new graph); .grad accumulates"
+    assert [p.index for p in result.passes] == [1, 2]
+    assert [p["x"] for p in grads_of(result)] == [[[4.5, 4.5]] * 2, [[9.0, 9.0]] * 2]
 
 
 def test_same_graph_without_retain_graph_shows_pytorchs_error_explained():
@@ -100,6 +127,13 @@ def test_same_graph_without_retain_graph_shows_pytorchs_error_explained():
         "schema_version": 1,
         "error": {"type": "pytorch", "code": "pytorch", "message": run.stderr[7:-1]},
     }
+    with pytest.raises(TorchError) as raised:
+        ag.grad(SEED000, x="ones(2,2)", repeat=2, same_graph=True)
+    assert raised.value.code == "pytorch" and raised.value.data["pass_index"] == 2
+    assert " ".join(raised.value.data["torch_message"].split()) == message
+    assert str(raised.value) == (
+        f"backward pass 2 on the same graph: {explain_pytorch(message, PYTHON)}"
+    )
 
 
 def test_same_graph_with_retain_graph_accumulates_like_seed003():
@@ -111,14 +145,15 @@ def test_same_graph_with_retain_graph_accumulates_like_seed003():
     for _ in range(3):
         out.backward(torch.ones(2), retain_graph=True)
         by_hand.append({"x": x.grad.tolist(), "z": z.grad.tolist()})
-    args = ["x**2 + z**3", "--x", "[2.0, 2.0]", "--z", "[4.0, 4.0]", "--weights", "ones"]
-    doc = grad_json(*args, "--repeat", "3", "--same-graph", "--retain-graph")
+    values = {"x": "[2.0, 2.0]", "z": "[4.0, 4.0]"}
+    result = api("x**2 + z**3", **values, weights="ones", repeat=3, same_graph=True,
+                 retain_graph=True)  # fmt: skip
     assert (
-        doc["mode"] == "backward() again on the same graph (retain_graph=True); .grad accumulates"
+        result.mode == "backward() again on the same graph (retain_graph=True); .grad accumulates"
     )
-    assert [p["grads"] for p in doc["passes"]] == by_hand
+    assert grads_of(result) == by_hand
     assert by_hand[2] == {"x": [12.0, 12.0], "z": [144.0, 144.0]}  # 3 * 2x, 3 * 3z**2
-    assert [p["expected"] for p in doc["passes"]] == by_hand and doc["agree"] is True
+    assert expected_of(result) == by_hand and result.agree is True
 
 
 def test_same_graph_rich_output():
@@ -134,28 +169,29 @@ def test_same_graph_rich_output():
 
 
 def test_same_graph_that_saved_nothing_does_not_fail_and_says_why():
-    doc = grad_json("x + 1", "--x", "3", "--repeat", "2", "--same-graph")
-    assert [p["grads"]["x"] for p in doc["passes"]] == [1.0, 2.0]
-    assert doc["notes"] == [
+    result = api("x + 1", x="3", repeat=2, same_graph=True)
+    assert [p["x"] for p in grads_of(result)] == [1.0, 2.0]
+    note = (
         "backward() ran 2 times on one graph without retain_graph=True and PyTorch did not "
         "raise: no node of this graph saved a tensor for backward, so nothing was freed (a "
         "product of two tensors such as x*x would fail)"
-    ]
+    )
+    assert [str(n) for n in result.notes] == [note] == result.to_dict()["notes"]
+    assert [(n.code, n.data) for n in result.notes] == [("graph_not_freed", {"repeat": 2})]
     run = cli("grad", "x + 1", "--x", "3", "--repeat", "2", "--same-graph")
     assert "PyTorch did not raise" in run.stdout.replace("\n", " ") and run.exit_code == 0
 
 
 def test_zero_grad_gives_the_single_gradient_every_pass():
-    doc = grad_json("x*x", "--x", "3", "--repeat", "3", "--zero-grad")
-    assert doc["mode"] == (
+    result = api("x*x", x="3", repeat=3, zero_grad=True)
+    assert result.mode == (
         "forward + backward each pass (a new graph); .grad zeroed between passes (zero_grad)"
     )
-    assert [p["grads"]["x"] for p in doc["passes"]] == [6.0, 6.0, 6.0]
-    assert [p["expected"]["x"] for p in doc["passes"]] == [6.0, 6.0, 6.0]
-    assert doc["variables"]["x"]["grad"] == 6.0
-    same = grad_json("x*x", "--x", "3", "--repeat", "2", "--zero-grad", "--same-graph",
-                     "--retain-graph")  # fmt: skip
-    assert [p["grads"]["x"] for p in same["passes"]] == [6.0, 6.0]
+    assert [p["x"] for p in grads_of(result)] == [6.0, 6.0, 6.0]
+    assert [p["x"] for p in expected_of(result)] == [6.0, 6.0, 6.0]
+    assert result.variables["x"].grad.tolist() == 6.0
+    same = api("x*x", x="3", repeat=2, zero_grad=True, same_graph=True, retain_graph=True)
+    assert [p["x"] for p in grads_of(same)] == [6.0, 6.0]
 
 
 def test_zero_grad_rich_header():
@@ -165,33 +201,43 @@ def test_zero_grad_rich_header():
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "options", "code"),
     [
         (
             ["--retain-graph"],
             "Error: --retain-graph only matters when backward runs again on the same graph; "
             "add --same-graph (with --repeat 2 or more)\n",
+            {"retain_graph": True},
+            "retain_graph_alone",
         ),
         (
             ["--same-graph"],
             "Error: --same-graph only matters when backward runs more than once; add --repeat 2 "
             "(or more)\n",
+            {"same_graph": True},
+            "needs_repeat",
         ),
         (
             ["--zero-grad"],
             "Error: --zero-grad only matters when backward runs more than once; add --repeat 2 "
             "(or more)\n",
+            {"zero_grad": True},
+            "needs_repeat",
         ),
         (
             ["--repeat", "0"],
-            "Error: Invalid value for '--repeat': Input should be greater than or equal to 1. "
-            "See 'root grad --help'.\n",  # CliRunner's program name is 'root'
+            "Error: --repeat takes a whole number from 1 to 10000, not '0'\n",
+            {"repeat": 0},
+            "bad_number",
         ),
     ],
 )
-def test_pass_option_errors(args, message):
+def test_pass_option_errors(args, message, options, code):
     run = cli("grad", "x*x", "--x", "3", *args)
     assert (run.exit_code, run.stdout, run.stderr) == (2, "", message)
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad("x*x", x="3", **options)
+    assert raised.value.code == code
 
 
 def test_each_glossary_entry_through_the_cli():
@@ -206,7 +252,22 @@ def test_each_glossary_entry_through_the_cli():
         assert run.exit_code == 2
         assert run.stderr.endswith(explain_pytorch(pytorch_message(trigger), CLI) + "\n")
     assert runs["non-scalar"].stderr.startswith("Error: the output has shape [2]: PyTorch: grad")
-    leaf_note = cli("grad", "y = x*2; y + 1", "--x", "1", "--inspect", "--json").json()
+    api_errors: list[tuple[Callable[[], object], str, dict[str, Any]]] = [
+        (non_scalar, "x**2", {"x": "[1.0, 2.0]"}),
+        (nothing_requires_grad, "x*2", {"x": "1", "const": ["x"]}),
+        (wrong_weights, "x**2", {"x": "[1.0, 2.0]", "weights": "[1.0, 2.0, 3.0]"}),
+    ]
+    for trigger, expression, options in api_errors:
+        message = pytorch_message(trigger)
+        glossary = lookup(message)
+        with pytest.raises(TorchError) as raised:
+            ag.grad(expression, **options)
+        assert glossary is not None and raised.value.code == "pytorch"
+        assert raised.value.data["entry"] == glossary.key
+        assert str(raised.value).endswith(explain_pytorch(message, PYTHON))
+    leaf = {t.name: t for t in api("y = x*2; y + 1", x="1", inspect=True).tensors}["y"]
     entry = lookup(pytorch_message(non_leaf_grad))
     assert entry is not None
-    assert leaf_note["tensors"]["y"]["grad_note"] == f"{entry.why}; {spell(entry.fix, CLI)}"
+    assert leaf.grad is None and leaf.grad_note_code == entry.key
+    assert leaf.to_dict()["grad_note"] == f"{entry.why}; {spell(entry.fix, CLI)}"
+    assert leaf.grad_note_text(PYTHON) == f"{entry.why}; {spell(entry.fix, PYTHON)}"

@@ -1,14 +1,43 @@
-"""Programs with named steps through the CLI, the chain rule in terms of the steps, and
-`--inspect` / `--retain-grad`: each named tensor as PyTorch holds it, checked against SymPy."""
+"""Programs with named steps, the chain rule in terms of the steps, and `inspect` /
+`retain_grad`: each named tensor as PyTorch holds it, checked against SymPy.
+
+The numbers go through the Python API (``ag.grad``); the CLI's tests cover its error lines
+and tables."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 import torch
 
-from tests.conftest import cli, grad_json
+import autogradcli as ag
+from autogradcli.messages import CLI, PYTHON
+from autogradcli.results import GradResult, TensorResult
+from tests.conftest import cli
+from tests.schemas import validate
 
 SEED000 = "y = x + 2; z = y*y*3; out = mean(z)"
+LEAF_ONLY = "PyTorch fills .grad only for leaf tensors"
+
+
+def api(expression: str, **options: Any) -> GradResult:
+    """``ag.grad(expression, **options)``; its ``to_dict()`` (the CLI's --json document) is
+    validated against the published schema, as ``conftest.cli`` validates every --json run."""
+    result = ag.grad(expression, **options)
+    validate(result.to_dict())
+    return result
+
+
+def tensors_of(result: GradResult) -> dict[str, TensorResult]:
+    """``result.tensors`` by name, in the program's order."""
+    assert result.tensors is not None
+    return {t.name: t for t in result.tensors}
+
+
+def plain(array: Any) -> Any:
+    """An array as a float or nested lists (None stays None), to compare with numbers."""
+    return None if array is None else array.tolist()
 
 
 def seed000_in_python() -> dict[str, torch.Tensor]:
@@ -33,117 +62,130 @@ def seed000_in_python() -> dict[str, torch.Tensor]:
     ],
 )
 def test_seed000_as_a_program_on_one_line_or_several(program):
-    doc = grad_json(program, "--x", "ones(2,2)")
-    assert doc["output"]["value"] == 27.0 and doc["output"]["expected"] == 27.0
-    assert doc["variables"]["x"]["grad"] == [[4.5, 4.5], [4.5, 4.5]]
-    assert doc["variables"]["x"]["derivative"] == "3*x/2 + 3"  # SymPy, steps substituted
-    assert doc["output"]["name"] == "out" and doc["agree"] is True
+    result = api(program, x="ones(2,2)")
+    assert plain(result.output) == 27.0 and plain(result.output_expected) == 27.0
+    assert plain(result.variables["x"].grad) == [[4.5, 4.5], [4.5, 4.5]]
+    assert result.variables["x"].derivative == "3*x/2 + 3"  # SymPy, steps substituted
+    assert result.output_name == "out" and result.agree is True
 
 
 def test_chain_rule_in_terms_of_the_steps_and_expanded():
-    doc = grad_json(SEED000, "--x", "ones(2,2)")
-    assert doc["variables"]["x"]["chain_rule"] == "∂out/∂x = ∂out/∂z·∂z/∂y·∂y/∂x = (1/4)·(6*y)·(1)"
-    run = cli("grad", SEED000, "--x", "ones(2,2)")
+    chain = api(SEED000, x="ones(2,2)").variables["x"].chain
+    assert chain == "∂out/∂x = ∂out/∂z·∂z/∂y·∂y/∂x = (1/4)·(6*y)·(1)"
+    run = cli("grad", SEED000, "--x", "ones(2,2)")  # how the CLI's report prints it
     assert (
         "chain rule: ∂out/∂x = ∂out/∂z·∂z/∂y·∂y/∂x = (1/4)·(6*y)·(1), expanded: 3*x/2 + 3"
         in run.stdout.splitlines()
     )
-    assert grad_json("x**2", "--x", "3")["variables"]["x"]["chain_rule"] is None
+    assert api("x**2", x="3").variables["x"].chain is None
 
 
 def test_chain_rule_with_two_paths_and_two_inputs():
-    doc = grad_json("a = x*y; b = a + x; out = b*a", "--x", "2", "--y", "3")
+    result = api("a = x*y; b = a + x; out = b*a", x="2", y="3")
     x, y = 2.0, 3.0  # out = (xy + x) * xy: d/dx = 2xy^2 + 2xy, d/dy = 2x^2 y + x^2
-    assert doc["variables"]["x"]["grad"] == 2 * x * y**2 + 2 * x * y
-    assert doc["variables"]["y"]["grad"] == 2 * x**2 * y + x**2
-    assert doc["variables"]["x"]["chain_rule"].startswith("∂out/∂x = ")
-    assert doc["agree"] is True
+    assert plain(result.variables["x"].grad) == 2 * x * y**2 + 2 * x * y
+    assert plain(result.variables["y"].grad) == 2 * x**2 * y + x**2
+    assert str(result.variables["x"].chain).startswith("∂out/∂x = ")
+    assert result.agree is True
 
 
 def test_last_assignment_names_the_output():
-    doc = grad_json("h = x*3; loss = h**2", "--x", "1")
-    assert doc["output"]["name"] == "loss" and doc["output"]["value"] == 9.0
-    assert doc["variables"]["x"]["grad"] == 18.0
+    result = api("h = x*3; loss = h**2", x="1")
+    assert result.output_name == "loss" and plain(result.output) == 9.0
+    assert plain(result.variables["x"].grad) == 18.0
 
 
 @pytest.mark.parametrize(
-    ("program", "message"),
+    ("program", "message", "code"),
     [
         (
             "y = x + 1; y = y*2",
             "Error: 'y' is assigned twice; steps are not reassigned, so give the second one a "
             "new name (e.g. y2 = ...)\n",
+            "assigned_twice",
         ),
         (
             "z = y*2; y = x + 1; z",
             "Error: 'y' is used in 'z = y*2' before it is assigned; put the steps in order (a "
             "name that is also an input needs a new name, e.g. y2)\n",
+            "used_before_assigned",
         ),
-        ("import os; x", "Error: import statements cannot be used; a program is steps NAME = EXPR"),
-        ("y = x; y.__class__", "Error: attribute access cannot be used in an expression"),
+        (
+            "import os; x",
+            "Error: import statements cannot be used; a program is steps NAME = EXPR",
+            "statement_not_allowed",
+        ),
+        (
+            "y = x; y.__class__",
+            "Error: attribute access cannot be used in an expression",
+            "syntax_not_allowed",
+        ),
     ],
 )
-def test_program_errors_are_one_line_with_exit_2(program, message):
+def test_program_errors_are_one_line_with_exit_2(program, message, code):
     run = cli("grad", program, "--x", "1")
     assert run.exit_code == 2 and run.stdout == ""
     assert run.stderr.startswith(message) and run.stderr.count("\n") == 1
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad(program, x="1")
+    assert raised.value.code == code
+    assert str(raised.value).startswith(message.removeprefix("Error: ").rstrip("\n"))
 
 
 def test_inspect_matches_the_tensors_pytorch_holds():
     held = seed000_in_python()
-    doc = grad_json(SEED000, "--x", "ones(2,2)", "--inspect")
-    tensors = doc["tensors"]
+    tensors = tensors_of(api(SEED000, x="ones(2,2)", inspect=True))
     assert list(tensors) == ["x", "y", "z", "out"]
-    assert [t["kind"] for t in tensors.values()] == ["input", "step", "step", "output"]
+    assert [t.kind for t in tensors.values()] == ["input", "step", "step", "output"]
     for name, t in held.items():
         row = tensors[name]
-        assert row["value"] == t.detach().tolist()
-        assert row["shape"] == list(t.shape)
-        assert row["requires_grad"] is t.requires_grad
-        assert row["is_leaf"] is t.is_leaf
-        assert row["grad_fn"] == (None if t.grad_fn is None else t.grad_fn.name())
-    assert [tensors[n]["grad_fn"] for n in ("y", "z", "out")] == [
+        assert plain(row.value) == t.detach().tolist()
+        assert list(row.value.shape) == list(t.shape)
+        assert row.requires_grad is t.requires_grad
+        assert row.is_leaf is t.is_leaf
+        assert row.grad_fn == (None if t.grad_fn is None else t.grad_fn.name())
+    assert [tensors[n].grad_fn for n in ("y", "z", "out")] == [
         "AddBackward0",
         "MulBackward0",
         "MeanBackward0",
     ]
-    assert tensors["x"]["grad"] == [[4.5, 4.5], [4.5, 4.5]]
-    assert tensors["x"]["grad_expected"] == [[4.5, 4.5], [4.5, 4.5]]
+    assert plain(tensors["x"].grad) == [[4.5, 4.5], [4.5, 4.5]]
+    assert plain(tensors["x"].grad_expected) == [[4.5, 4.5], [4.5, 4.5]]
     for name in ("y", "z", "out"):
-        assert tensors[name]["grad"] is None and tensors[name]["grad_note"].startswith(
-            "PyTorch fills .grad only for leaf tensors"
-        )
-        assert tensors[name]["value_expected"] == tensors[name]["value"]  # SymPy's value
-        assert tensors[name]["agree"] is True
+        row = tensors[name]
+        assert row.grad is None and row.grad_note_code == "non_leaf_grad"
+        for style in (CLI, PYTHON):  # the --json document's words and the API's
+            assert str(row.grad_note_text(style)).startswith(LEAF_ONLY)
+        assert plain(row.value_expected) == plain(row.value)  # SymPy's value
+        assert row.agree is True
 
 
 def test_retain_grad_all_gives_each_step_its_gradient_checked_by_sympy():
     held = seed000_in_python()
-    doc = grad_json(SEED000, "--x", "ones(2,2)", "--retain-grad", "all")
-    tensors = doc["tensors"]
+    tensors = tensors_of(api(SEED000, x="ones(2,2)", retain_grad=["all"]))
     # by hand: d out/d out = 1, d out/d z = 1/4, d out/d y = 6y/4 = 4.5 at y = 3
     hand = {"out": 1.0, "z": [[0.25, 0.25], [0.25, 0.25]], "y": [[4.5, 4.5], [4.5, 4.5]]}
     for name, value in hand.items():
-        assert tensors[name]["grad"] == value == held[name].grad.tolist()
-        assert tensors[name]["grad_expected"] == value and tensors[name]["grad_note"] is None
-        assert tensors[name]["agree"] is True
+        assert plain(tensors[name].grad) == value == held[name].grad.tolist()
+        assert plain(tensors[name].grad_expected) == value and tensors[name].grad_note_code is None
+        assert tensors[name].agree is True
 
 
 def test_retain_grad_one_name_leaves_the_others_none():
-    tensors = grad_json(SEED000, "--x", "ones(2,2)", "--retain-grad", "z")["tensors"]
-    assert tensors["z"]["grad"] == [[0.25, 0.25], [0.25, 0.25]]
-    assert tensors["y"]["grad"] is None and tensors["out"]["grad"] is None
+    tensors = tensors_of(api(SEED000, x="ones(2,2)", retain_grad=["z"]))
+    assert plain(tensors["z"].grad) == [[0.25, 0.25], [0.25, 0.25]]
+    assert tensors["y"].grad is None and tensors["out"].grad is None
 
 
 def test_retain_grad_with_repeat_accumulates_like_a_leaf():
-    held = grad_json("y = x*x; y*3", "--x", "2", "--retain-grad", "y", "--repeat", "2")
-    assert held["tensors"]["y"]["grad"] == 3.0  # a new graph each pass: a new y, grad 3 once
-    same = grad_json(
-        "y = x*x; y*3", "--x", "2", "--retain-grad", "y", "--repeat", "2", "--same-graph",
-        "--retain-graph",
-    )  # fmt: skip
-    assert same["tensors"]["y"]["grad"] == 6.0  # the same y twice: 3 + 3
-    assert same["tensors"]["y"]["grad_expected"] == 6.0 and same["agree"] is True
+    held = tensors_of(api("y = x*x; y*3", x="2", retain_grad=["y"], repeat=2))
+    assert plain(held["y"].grad) == 3.0  # a new graph each pass: a new y, grad 3 once
+    result = api(
+        "y = x*x; y*3", x="2", retain_grad=["y"], repeat=2, same_graph=True, retain_graph=True
+    )
+    same = tensors_of(result)
+    assert plain(same["y"].grad) == 6.0  # the same y twice: 3 + 3
+    assert plain(same["y"].grad_expected) == 6.0 and result.agree is True
 
 
 def test_inspect_rich_table_and_one_reason_line():
@@ -161,29 +203,37 @@ def test_inspect_rich_table_and_one_reason_line():
 
 
 def test_inspect_a_constant_input():
-    tensors = grad_json("x*y", "--x", "1", "--y", "2", "--const", "y", "--inspect")["tensors"]
-    assert tensors["y"]["requires_grad"] is False and tensors["y"]["is_leaf"] is True
-    assert tensors["y"]["grad"] is None
-    assert tensors["y"]["grad_note"] == "autograd does not track a tensor with requires_grad=False"
+    tensors = tensors_of(api("x*y", x="1", y="2", const=["y"], inspect=True))
+    assert tensors["y"].requires_grad is False and tensors["y"].is_leaf is True
+    assert tensors["y"].grad is None and tensors["y"].grad_note_code == "untracked"
+    for style in (CLI, PYTHON):  # the --json document's words and the API's
+        assert tensors["y"].grad_note_text(style) == (
+            "autograd does not track a tensor with requires_grad=False"
+        )
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),
     [
         (
             ["--retain-grad", "x"],
             "Error: 'x' is an input (a leaf tensor): its .grad is kept anyway; --retain-grad is "
             "for steps and the output: y, out\n",
+            "retain_grad_input",
         ),
         (
             ["--retain-grad", "q"],
             "Error: --retain-grad q: no step or output named 'q' (choose from y, out, or all)\n",
+            "retain_grad_unknown",
         ),
     ],
 )
-def test_retain_grad_errors(args, message):
+def test_retain_grad_errors(args, message, code):
     run = cli("grad", "y = x*2; y + 1", "--x", "1", *args)
     assert (run.exit_code, run.stdout, run.stderr) == (2, "", message)
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad("y = x*2; y + 1", x="1", retain_grad=[args[1]])
+    assert raised.value.code == code and raised.value.data["name"] == args[1]
 
 
 def test_a_value_for_a_step_is_refused():
@@ -198,7 +248,13 @@ def test_a_value_for_a_step_is_refused():
         "has no inputs, so drop the value (or rename the step)\n"
     )
     assert run.exit_code == none.exit_code == 2
+    refused = [("y = x*2; y + 1", {"x": "1", "y": "3"}, "y"), ("x = 2; x*3", {"x": "1"}, "x")]
+    for program, values, step in refused:
+        with pytest.raises(ag.AutogradCliError) as raised:
+            ag.grad(program, values)
+        assert (raised.value.code, raised.value.data["name"]) == ("value_for_step", step)
 
 
 def test_no_tensors_object_without_inspect():
-    assert grad_json("x*2", "--x", "1")["tensors"] is None
+    result = api("x*2", x="1")
+    assert result.tensors is None and result.to_dict()["tensors"] is None

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import autogradcli as ag
-from tests.conftest import cli, grad_json
+from tests.conftest import cli
 
 X = [0.3, 1.7, 2.9]
 Y = [1.1, -0.4, 0.25]
@@ -50,24 +50,28 @@ def test_same_numbers_as_the_python_line(text, line):
 
 
 def test_cancelled_variable_keeps_a_zero_gradient_not_none():
-    doc = grad_json("(x + y) - y", "--x", "[1, 2]", "--y", "3", "--weights", "ones")
-    assert doc["variables"]["y"]["grad"] == -0.0 or doc["variables"]["y"]["grad"] == 0.0
-    assert doc["variables"]["y"]["expected"] == 0.0
-    assert doc["variables"]["y"]["agree"] is True
+    r = ag.grad("(x + y) - y", x="[1, 2]", y="3", weights="ones")
+    assert r.agree is True
+    y = r.variables["y"]
+    assert y.grad is not None and y.grad.shape == ()
+    assert y.grad.tolist() == 0.0  # 0.0 or -0.0
+    assert y.expected is not None and y.expected.shape == () and y.expected.tolist() == 0.0
+    assert y.agree is True
 
 
 def test_broadcast_gradient_is_summed_over_the_broadcast_dimensions():
-    doc = grad_json("x*y", "--x", "[[1,2,3],[4,5,6]]", "--y", "[10, 20, 30]", "--weights", "ones")
-    assert doc["variables"]["y"]["grad"] == [5.0, 7.0, 9.0]
-    assert doc["variables"]["y"]["expected"] == [5.0, 7.0, 9.0]
-    assert doc["variables"]["x"]["grad"] == [[10, 20, 30], [10, 20, 30]]
+    r = ag.grad("x*y", x="[[1,2,3],[4,5,6]]", y="[10, 20, 30]", weights="ones")
+    assert r.variables["y"].grad.tolist() == [5.0, 7.0, 9.0]
+    assert r.variables["y"].expected.tolist() == [5.0, 7.0, 9.0]
+    assert r.variables["x"].grad.tolist() == [[10, 20, 30], [10, 20, 30]]
+    assert r.agree is True
 
 
 def test_scalar_broadcast_against_a_column():
-    doc = grad_json("sum(x*y)", "--x", "ones(3,1)", "--y", "[[1, 2]]")
-    assert doc["variables"]["x"]["grad"] == [[3.0], [3.0], [3.0]]
-    assert doc["variables"]["y"]["grad"] == [[3.0, 3.0]]
-    assert doc["agree"] is True
+    r = ag.grad("sum(x*y)", x="ones(3,1)", y="[[1, 2]]")
+    assert r.variables["x"].grad.tolist() == [[3.0], [3.0], [3.0]]
+    assert r.variables["y"].grad.tolist() == [[3.0, 3.0]]
+    assert r.agree is True
 
 
 def test_reduction_inside_the_expression_matches_a_hand_derivation():
@@ -99,49 +103,60 @@ def test_nested_reductions():
 
 
 def test_relu_at_zero_is_explained_not_a_disagreement():
-    doc = grad_json("relu(x)", "--x", "[-1, 0, 2]", "--weights", "ones")
-    x = doc["variables"]["x"]
-    assert x["grad"] == [0.0, 0.0, 1.0]
-    assert x["expected"] == [0.0, 0.5, 1.0]
-    assert x["agree"] is True
-    assert x["notes"] == [
+    r = ag.grad("relu(x)", x="[-1, 0, 2]", weights="ones")
+    assert r.agree is True
+    x = r.variables["x"]
+    assert x.grad.tolist() == [0.0, 0.0, 1.0]
+    assert x.expected.tolist() == [0.0, 0.5, 1.0]
+    assert x.agree is True
+    assert [n.code for n in x.notes] == ["kink"]
+    assert [str(n) for n in x.notes] == [
         "relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); PyTorch's value there: 0; "
         "1 element(s) at that point are left out of the check"
     ]
 
 
 def test_abs_at_zero_agrees_and_is_noted():
-    x = grad_json("abs(x)", "--x", "[0.0, -2]", "--weights", "ones")["variables"]["x"]
-    assert x["grad"] == [0.0, -1.0] and x["expected"] == [0.0, -1.0]
-    assert x["notes"][0].startswith("abs'(0) is undefined (SymPy's sign(0) is 0); PyTorch's value")
+    r = ag.grad("abs(x)", x="[0.0, -2]", weights="ones")
+    assert r.agree is True
+    x = r.variables["x"]
+    assert x.grad.tolist() == [0.0, -1.0] and x.expected.tolist() == [0.0, -1.0]
+    assert str(x.notes[0]).startswith(
+        "abs'(0) is undefined (SymPy's sign(0) is 0); PyTorch's value"
+    )
 
 
 def test_relu_kink_through_a_reduction_is_noted():
-    x = grad_json("relu(sum(x))", "--x", "[1, -1]")["variables"]["x"]
-    assert x["agree"] is True
-    assert x["notes"][0].startswith("relu'(0) is undefined")
+    r = ag.grad("relu(sum(x))", x="[1, -1]")
+    assert r.agree is True
+    x = r.variables["x"]
+    assert x.agree is True
+    assert str(x.notes[0]).startswith("relu'(0) is undefined")
 
 
 def test_sqrt_at_zero_is_infinite_on_both_sides():
-    x = grad_json("sqrt(x)", "--x", "[0.0, 4.0]", "--weights", "ones")["variables"]["x"]
-    assert x["grad"] == ["Infinity", 0.25]
-    assert x["expected"] == ["Infinity", 0.25]
-    assert x["agree"] is True
-    assert "the derivative is infinite at 1 element(s)" in x["notes"]
+    r = ag.grad("sqrt(x)", x="[0.0, 4.0]", weights="ones")
+    assert r.agree is True
+    x = r.variables["x"]
+    assert x.grad.tolist() == [math.inf, 0.25]
+    assert x.expected.tolist() == [math.inf, 0.25]
+    assert x.agree is True
+    assert "the derivative is infinite at 1 element(s)" in [str(n) for n in x.notes]
 
 
 def test_log_of_a_negative_is_nan_on_both_sides():
-    doc = grad_json("log(x)", "--x", "[-1.0, 1.0]", "--weights", "ones")
-    assert doc["output"]["value"] == ["NaN", 0.0]
-    assert doc["variables"]["x"]["grad"] == [-1.0, 1.0]  # PyTorch's 1/x ignores the domain
-    assert doc["agree"] is True
+    r = ag.grad("log(x)", x="[-1.0, 1.0]", weights="ones")
+    assert math.isnan(r.output[0]) and r.output[1] == 0.0 and r.output.shape == (2,)
+    assert r.variables["x"].grad.tolist() == [-1.0, 1.0]  # PyTorch's 1/x ignores the domain
+    assert r.agree is True
 
 
 def test_repeat_compares_each_pass_with_k_times_the_single_gradient():
-    doc = grad_json("x**3", "--x", "2", "--repeat", "3")
-    assert [p["grads"]["x"] for p in doc["passes"]] == [12.0, 24.0, 36.0]
-    assert [p["expected"]["x"] for p in doc["passes"]] == [12.0, 24.0, 36.0]
-    assert all(p["agree"] for p in doc["passes"])
+    r = ag.grad("x**3", x="2", repeat=3)
+    assert [p.grads["x"].tolist() for p in r.passes] == [12.0, 24.0, 36.0]
+    assert [p.expected["x"].tolist() for p in r.passes] == [12.0, 24.0, 36.0]
+    assert all(p.agree for p in r.passes)
+    assert r.agree is True
 
 
 @pytest.mark.parametrize(
@@ -154,38 +169,46 @@ def test_repeat_compares_each_pass_with_k_times_the_single_gradient():
     ],
 )
 def test_dtype_defaults_to_torch_testing_tolerances(dtype, rtol, atol):
-    doc = grad_json("x**2", "--x", "1.5", "--dtype", dtype)
-    assert doc["dtype"] == dtype
-    assert doc["tolerance"] == {"rtol": rtol, "atol": atol}
-    assert doc["variables"]["x"]["grad"] == 3.0
+    r = ag.grad("x**2", x="1.5", dtype=dtype)
+    assert r.dtype == dtype
+    assert (r.rtol, r.atol) == (rtol, atol)
+    assert r.variables["x"].grad.tolist() == 3.0
+    assert r.agree is True
 
 
 def test_tolerance_override():
-    doc = grad_json("x**2", "--x", "1.5", "--rtol", "0.5", "--atol", "0")
-    assert doc["tolerance"] == {"rtol": 0.5, "atol": 0.0}
+    r = ag.grad("x**2", x="1.5", rtol=0.5, atol=0)
+    assert (r.rtol, r.atol) == (0.5, 0.0)
+    assert r.agree is True
+    # and the flags on the command line reach the same settings
+    run = cli("grad", "x**2", "--x", "1.5", "--rtol", "0.5", "--atol", "0", "--json")
+    assert run.exit_code == 0 and run.json()["tolerance"] == {"rtol": 0.5, "atol": 0.0}
 
 
 def test_inputs_are_seen_by_sympy_as_rounded_to_the_dtype():
     # 0.1 is not a float32; SymPy must use float32(0.1), so the check measures autograd only.
-    # (The output x**2 itself is rounded to float32, so with zero tolerance it disagrees.)
-    run = cli("grad", "x**2", "--x", "0.1", "--rtol", "0", "--atol", "0", "--json")
-    x = run.json()["variables"]["x"]
-    assert x["value"] == float(np.float32(0.1))
-    assert x["grad"] == x["expected"] == 2 * float(np.float32(0.1))
-    assert x["agree"] is True
+    # (The output x**2 itself is rounded to float32, so with zero tolerance it is only ≈.)
+    r = ag.grad("x**2", x="0.1", rtol=0, atol=0)
+    assert r.output_verdict == "rounding"
+    x = r.variables["x"]
+    assert x.value.tolist() == float(np.float32(0.1))
+    assert x.grad.tolist() == x.expected.tolist() == 2 * float(np.float32(0.1))
+    assert x.agree is True
 
 
 def test_pi_and_e_become_variables_when_given_a_value():
-    doc = grad_json("pi*x + e", "--x", "1", "--pi", "3", "--e", "2")
-    assert doc["output"]["value"] == 5.0
-    assert doc["variables"]["pi"]["grad"] == 1.0
+    r = ag.grad("pi*x + e", x="1", pi="3", e="2")
+    assert r.output.tolist() == 5.0
+    assert r.variables["pi"].grad.tolist() == 1.0
+    assert r.agree is True
 
 
 @pytest.mark.parametrize("name", ["beta", "gamma", "E", "I", "S", "N", "O", "Q", "lam"])
 def test_names_special_to_sympy_are_plain_variables(name):
-    doc = grad_json(f"{name}**2", f"--{name}", "3")
-    assert doc["variables"][name]["grad"] == 6.0
-    assert doc["variables"][name]["derivative"] == f"2*{name}"
+    r = ag.grad(f"{name}**2", values={name: "3"})
+    assert r.variables[name].grad.tolist() == 6.0
+    assert r.variables[name].derivative == f"2*{name}"
+    assert r.agree is True
 
 
 def test_leaves_are_created_on_the_device_as_leaves():
@@ -212,7 +235,7 @@ def test_every_dtype_has_a_tolerance():
 
 def test_weights_are_not_accumulated_into_when_grad_aliases_them():
     # sum() of a 0-d input hands the weights tensor itself to .grad on the first pass.
-    doc = grad_json("sum(z)", "--z", "1.4", "--weights", "ones", "--repeat", "3")
-    assert [p["grads"]["z"] for p in doc["passes"]] == [1.0, 2.0, 3.0]
-    assert doc["weights"] == 1.0
-    assert doc["agree"] is True
+    r = ag.grad("sum(z)", z="1.4", weights="ones", repeat=3)
+    assert [p.grads["z"].tolist() for p in r.passes] == [1.0, 2.0, 3.0]
+    assert r.weights is not None and r.weights.tolist() == 1.0
+    assert r.agree is True

@@ -1,14 +1,15 @@
 """The tensor algebra of real losses through `grad`: axis reductions, max/min at ties, every
 `torch.matmul` case, transpose, dot, norm, softmax/log_softmax/logsumexp, the three losses of
-the issue, the numeric fallback beyond the exact SymPy sizes, and `--numeric`.
+the issue, the numeric fallback beyond the exact SymPy sizes, and ``numeric=True``.
 
-Every expected number is a hand-derived closed form computed here with NumPy, never the
-tool's own output."""
+The numbers go through the Python API (``ag.grad``); the CLI is used only for what it adds:
+the rendered report and the one-line errors with exit code 2. Every expected number is a
+hand-derived closed form computed here with NumPy, never the tool's own output."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -16,9 +17,13 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import cli, grad_json
+import autogradcli as ag
+from tests.conftest import cli
 
-F64 = ("--dtype", "float64")
+if TYPE_CHECKING:
+    from autogradcli.results import GradResult  # not exported by autogradcli
+
+F64 = {"dtype": "float64"}
 MAX_NOTE = "max is not differentiable at a tie; PyTorch's value there: "
 MIN_NOTE = MAX_NOTE.replace("max", "min")
 
@@ -30,18 +35,23 @@ def tie_note(func: str, values: str, tied: int) -> str:
 
 
 def text(value: Any) -> str:
-    """A value as the CLI reads it (a nested list of float64 numbers, exact in repr)."""
+    """A value as text, as the CLI reads it (a nested list of float64 numbers, exact in repr)."""
     return json.dumps(np.asarray(value, dtype=np.float64).tolist())
 
 
-def assert_grad(doc: dict[str, Any], name: str, closed: Any, rtol: float = 1e-10) -> None:
+def notes(found: Any) -> list[str]:
+    """Notes as sentences (``str(note)``)."""
+    return [str(note) for note in found]
+
+
+def assert_grad(result: GradResult, name: str, closed: Any, rtol: float = 1e-10) -> None:
     """autograd's .grad and SymPy's expected both equal the closed form."""
-    var = doc["variables"][name]
+    var = result.variables[name]
     closed = np.asarray(closed, dtype=np.float64)
-    assert var["shape"] == list(closed.shape)
-    np.testing.assert_allclose(np.array(var["grad"]), closed, rtol=rtol, atol=rtol)
-    np.testing.assert_allclose(np.array(var["expected"]), closed, rtol=rtol, atol=rtol)
-    assert var["agree"] is True
+    assert var.value.shape == closed.shape
+    np.testing.assert_allclose(np.array(var.grad), closed, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(np.array(var.expected), closed, rtol=rtol, atol=rtol)
+    assert var.agree is True
 
 
 def softmax(z: np.ndarray, axis: int) -> np.ndarray:
@@ -66,16 +76,16 @@ X23 = np.array([[1.5, -2.0, 0.5], [3.0, 0.25, -1.0]])
     ],
 )
 def test_reductions_over_all_elements(expression, closed):
-    doc = grad_json(expression, "--x", text(X23), *F64)
-    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
-    assert_grad(doc, "x", closed(X23))
+    r = ag.grad(expression, x=text(X23), **F64)
+    assert r.expected_by == "SymPy" and r.agree is True
+    assert_grad(r, "x", closed(X23))
 
 
 def test_prod_with_a_zero_gives_the_product_of_the_others():
-    doc = grad_json("prod(x)", "--x", "[2.0, 0.0, 3.0]", *F64)
-    assert_grad(doc, "x", [0.0, 6.0, 0.0])
-    doc = grad_json("prod(x)", "--x", "[2.0, 0.0, 0.0]", *F64)
-    assert_grad(doc, "x", [0.0, 0.0, 0.0])
+    r = ag.grad("prod(x)", x="[2.0, 0.0, 3.0]", **F64)
+    assert_grad(r, "x", [0.0, 6.0, 0.0])
+    r = ag.grad("prod(x)", x="[2.0, 0.0, 0.0]", **F64)
+    assert_grad(r, "x", [0.0, 0.0, 0.0])
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1, -2])
@@ -96,19 +106,18 @@ def test_reductions_along_a_dim(func, dim):
         "max": (X23.max(axis=axis, keepdims=True) == X23).astype(float),
         "min": (X23.min(axis=axis, keepdims=True) == X23).astype(float),
     }[func]
-    doc = grad_json(f"sum(c * {func}(x, {dim}))", "--x", text(X23), "--c", text(c), *F64,
-                    "--const", "c")  # fmt: skip
-    assert doc["output"]["value"] == pytest.approx(np.sum(c * reduced[func](X23, axis=axis)))
-    assert_grad(doc, "x", spread * local)
-    assert doc["variables"]["x"]["notes"] == [] and doc["agree"] is True
+    r = ag.grad(f"sum(c * {func}(x, {dim}))", x=text(X23), c=text(c), const=["c"], **F64)
+    assert float(r.output) == pytest.approx(np.sum(c * reduced[func](X23, axis=axis)))
+    assert_grad(r, "x", spread * local)
+    assert notes(r.variables["x"].notes) == [] and r.agree is True
 
 
 def test_mean_along_the_middle_dim_of_a_3d_tensor():
     x = np.arange(12.0).reshape(2, 3, 2) / 4
-    doc = grad_json("sum(mean(x, 1)**2)", "--x", text(x), *F64)
+    r = ag.grad("sum(mean(x, 1)**2)", x=text(x), **F64)
     m = x.mean(axis=1, keepdims=True)
-    assert doc["output"]["value"] == pytest.approx(np.sum(m**2))
-    assert_grad(doc, "x", np.broadcast_to(2 * m / 3, x.shape))
+    assert float(r.output) == pytest.approx(np.sum(m**2))
+    assert_grad(r, "x", np.broadcast_to(2 * m / 3, x.shape))
 
 
 # --- max / min at ties ----------------------------------------------------------------------
@@ -123,21 +132,19 @@ def test_mean_along_the_middle_dim_of_a_3d_tensor():
     ],
 )
 def test_max_min_over_all_elements_at_a_tie_split_evenly(expression, x, closed, tied):
-    run = cli("grad", expression, "--x", text(x), "--json")
-    assert run.exit_code == 0
-    doc = run.json()
-    var = doc["variables"]["x"]
-    assert var["grad"] == pytest.approx(closed)  # PyTorch: 1/k to each of k tied elements
+    r = ag.grad(expression, x=text(x))
+    var = r.variables["x"]
+    assert var.grad.tolist() == pytest.approx(closed)  # PyTorch: 1/k to each of k tied elements
     shown = f"{1 / tied:.6g}"  # the printed value at each tied element
-    assert var["notes"] == [tie_note(expression[:3], shown, tied)]
-    assert var["agree"] is True and doc["agree"] is True
+    assert notes(var.notes) == [tie_note(expression[:3], shown, tied)]
+    assert var.agree is True and r.agree is True
 
 
 @pytest.mark.parametrize(("func", "dim"), [("max", 1), ("max", -1), ("min", 0), ("min", -2)])
 def test_max_min_along_a_dim_at_a_tie_give_all_to_one_index(func, dim):
     x = np.array([[1.0, 3.0, 3.0], [1.0, 0.0, 2.0]])  # max ties in row 0, min ties in column 0
-    doc = grad_json(f"sum({func}(x, {dim}))", "--x", text(x))
-    grad = np.array(doc["variables"]["x"]["grad"])
+    r = ag.grad(f"sum({func}(x, {dim}))", x=text(x))
+    grad = np.array(r.variables["x"].grad)
     # all of each slice's gradient goes to one element, and it is one that reaches the extreme
     slices = np.moveaxis(grad, dim, -1).reshape(-1, x.shape[dim])
     values = np.moveaxis(x, dim, -1).reshape(-1, x.shape[dim])
@@ -148,16 +155,15 @@ def test_max_min_along_a_dim_at_a_tie_give_all_to_one_index(func, dim):
     indices = getattr(torch, func)(torch.tensor(x), dim).indices
     one_hot = torch.zeros(x.shape, dtype=torch.float64).scatter_(dim, indices.unsqueeze(dim), 1.0)
     assert grad.tolist() == one_hot.tolist()
-    assert doc["variables"]["x"]["notes"] == [tie_note(func, "0, 1", 2)]
-    assert doc["agree"] is True
+    assert notes(r.variables["x"].notes) == [tie_note(func, "0, 1", 2)]
+    assert r.agree is True
 
 
 def test_max_without_a_tie_has_no_note():
-    doc = grad_json("max(x) + sum(min(y, 0))", "--x", "[1.0, 3.0, 2.0]", "--y",
-                    "[[1.0, 5.0], [2.0, 4.0]]")  # fmt: skip
-    assert_grad(doc, "x", [0.0, 1.0, 0.0])
-    assert_grad(doc, "y", [[1.0, 0.0], [0.0, 1.0]])
-    assert doc["variables"]["x"]["notes"] == doc["variables"]["y"]["notes"] == []
+    r = ag.grad("max(x) + sum(min(y, 0))", x="[1.0, 3.0, 2.0]", y="[[1.0, 5.0], [2.0, 4.0]]")
+    assert_grad(r, "x", [0.0, 1.0, 0.0])
+    assert_grad(r, "y", [[1.0, 0.0], [0.0, 1.0]])
+    assert notes(r.variables["x"].notes) == notes(r.variables["y"].notes) == []
 
 
 def test_rich_note_at_a_tie():
@@ -232,19 +238,18 @@ def test_matmul_case(case):
     a, b = small(*shape_a), small(*shape_b)
     product = np.matmul(a, b)
     c = small(*product.shape) + 0.25
-    doc = grad_json("sum(C * (A @ B))", "--A", text(a), "--B", text(b), "--C", text(c),
-                    "--const", "C", *F64)  # fmt: skip
-    assert doc["output"]["value"] == pytest.approx(np.sum(c * product))
-    assert_grad(doc, "A", da(a, b, c))
-    assert_grad(doc, "B", db(a, b, c))
-    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+    r = ag.grad("sum(C * (A @ B))", A=text(a), B=text(b), C=text(c), const=["C"], **F64)
+    assert float(r.output) == pytest.approx(np.sum(c * product))
+    assert_grad(r, "A", da(a, b, c))
+    assert_grad(r, "B", db(a, b, c))
+    assert r.expected_by == "SymPy" and r.agree is True
 
 
 def test_vector_at_vector_is_a_scalar_with_the_other_as_gradient():
-    doc = grad_json("v @ w", "--v", "[1.0, 2.0, 3.0]", "--w", "[1.0, -2.0, 3.0]")
-    assert doc["output"]["shape"] == [] and doc["output"]["value"] == 6.0
-    assert_grad(doc, "v", [1.0, -2.0, 3.0])
-    assert_grad(doc, "w", [1.0, 2.0, 3.0])
+    r = ag.grad("v @ w", v="[1.0, 2.0, 3.0]", w="[1.0, -2.0, 3.0]")
+    assert r.output.shape == () and float(r.output) == 6.0
+    assert_grad(r, "v", [1.0, -2.0, 3.0])
+    assert_grad(r, "w", [1.0, 2.0, 3.0])
 
 
 # --- transpose, dot, norm -------------------------------------------------------------------
@@ -253,38 +258,38 @@ def test_vector_at_vector_is_a_scalar_with_the_other_as_gradient():
 @pytest.mark.parametrize("transpose", ["T(A)", "A.T"])
 def test_transpose_both_spellings(transpose):
     a, c = small(2, 3), small(3, 2)
-    doc = grad_json(f"sum(C * {transpose})", "--A", text(a), "--C", text(c), "--const", "C")
-    assert_grad(doc, "A", c.T)
+    r = ag.grad(f"sum(C * {transpose})", A=text(a), C=text(c), const=["C"])
+    assert_grad(r, "A", c.T)
     b = small(2, 2)
-    doc = grad_json(f"sum({transpose} @ B)", "--A", text(a), "--B", text(b), *F64)
+    r = ag.grad(f"sum({transpose} @ B)", A=text(a), B=text(b), **F64)
     # sum_ij (A^T B)_ij = sum_kij A_ki B_kj: dA_ki = sum_j B_kj, dB_kj = sum_i A_ki
-    assert_grad(doc, "A", np.repeat(b.sum(axis=1, keepdims=True), 3, axis=1))
-    assert_grad(doc, "B", np.repeat(a.sum(axis=1, keepdims=True), 2, axis=1))
+    assert_grad(r, "A", np.repeat(b.sum(axis=1, keepdims=True), 3, axis=1))
+    assert_grad(r, "B", np.repeat(a.sum(axis=1, keepdims=True), 2, axis=1))
 
 
 def test_t_and_dot_t_give_the_same_document():
-    args = ("--A", "[[1.0, 2.0], [3.0, 4.0]]", "--B", "[[1.0, 0.0], [2.0, 1.0]]")
-    first, second = grad_json("sum(T(A) @ B)", *args), grad_json("sum(A.T @ B)", *args)
+    values = {"A": "[[1.0, 2.0], [3.0, 4.0]]", "B": "[[1.0, 0.0], [2.0, 1.0]]"}
+    first, second = ag.grad("sum(T(A) @ B)", values), ag.grad("sum(A.T @ B)", values)
     for name in ("A", "B"):
-        assert first["variables"][name]["grad"] == second["variables"][name]["grad"]
+        assert first.grads[name].tolist() == second.grads[name].tolist()
     # sum(A^T B) = sum_k (sum_i A_ki)(sum_j B_kj) = 3*1 + 7*3
-    assert first["output"]["value"] == second["output"]["value"] == 24.0
+    assert float(first.output) == float(second.output) == 24.0
 
 
 def test_dot_gradient_is_the_other_vector():
     x, y = np.array([3.0, -4.0, 0.5]), np.array([1.0, 2.0, -2.0])
-    doc = grad_json("dot(x, y)", "--x", text(x), "--y", text(y), *F64)
-    assert doc["output"]["value"] == float(np.dot(x, y))
-    assert_grad(doc, "x", y)
-    assert_grad(doc, "y", x)
+    r = ag.grad("dot(x, y)", x=text(x), y=text(y), **F64)
+    assert float(r.output) == float(np.dot(x, y))
+    assert_grad(r, "x", y)
+    assert_grad(r, "y", x)
 
 
 @pytest.mark.parametrize("x", [[3.0, 4.0], [[1.0, 2.0], [2.0, -4.0]], [0.5, -1.5, 2.0]])
 def test_norm_gradient_is_x_over_its_norm(x):
     x = np.array(x)
-    doc = grad_json("norm(x)", "--x", text(x), *F64)
-    assert doc["output"]["value"] == pytest.approx(np.sqrt(np.sum(x**2)))
-    assert_grad(doc, "x", x / np.sqrt(np.sum(x**2)))
+    r = ag.grad("norm(x)", x=text(x), **F64)
+    assert float(r.output) == pytest.approx(np.sqrt(np.sum(x**2)))
+    assert_grad(r, "x", x / np.sqrt(np.sum(x**2)))
 
 
 # --- softmax, log_softmax, logsumexp --------------------------------------------------------
@@ -295,34 +300,31 @@ def test_softmax_with_dim(dim):
     x = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 1.0]])
     c = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]])
     s = softmax(x, dim)
-    doc = grad_json(f"sum(c * softmax(x, {dim}))", "--x", text(x), "--c", text(c), "--const",
-                    "c", *F64)  # fmt: skip
-    assert doc["output"]["value"] == pytest.approx(np.sum(c * s))
+    r = ag.grad(f"sum(c * softmax(x, {dim}))", x=text(x), c=text(c), const=["c"], **F64)
+    assert float(r.output) == pytest.approx(np.sum(c * s))
     # J^T c for softmax along dim: s * (c - sum(c * s, dim))
-    assert_grad(doc, "x", s * (c - np.sum(c * s, axis=dim, keepdims=True)))
+    assert_grad(r, "x", s * (c - np.sum(c * s, axis=dim, keepdims=True)))
 
 
 @pytest.mark.parametrize("dim", [0, 1, -2])
 def test_log_softmax_with_dim(dim):
     x = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 1.0]])
     c = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]])
-    doc = grad_json(f"sum(c * log_softmax(x, {dim}))", "--x", text(x), "--c", text(c),
-                    "--const", "c", *F64)  # fmt: skip
-    assert doc["output"]["value"] == pytest.approx(np.sum(c * np.log(softmax(x, dim))))
-    assert_grad(doc, "x", c - softmax(x, dim) * np.sum(c, axis=dim, keepdims=True))
+    r = ag.grad(f"sum(c * log_softmax(x, {dim}))", x=text(x), c=text(c), const=["c"], **F64)
+    assert float(r.output) == pytest.approx(np.sum(c * np.log(softmax(x, dim))))
+    assert_grad(r, "x", c - softmax(x, dim) * np.sum(c, axis=dim, keepdims=True))
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_logsumexp_gradient_is_softmax(dim):
     x = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 1.0]])
     c = np.array([2.0, -1.0, 0.5]) if dim == 0 else np.array([2.0, -1.0])
-    doc = grad_json(f"sum(c * logsumexp(x, {dim}))", "--x", text(x), "--c", text(c),
-                    "--const", "c", *F64)  # fmt: skip
+    r = ag.grad(f"sum(c * logsumexp(x, {dim}))", x=text(x), c=text(c), const=["c"], **F64)
     lse = np.log(np.sum(np.exp(x), axis=dim))
-    assert doc["output"]["value"] == pytest.approx(np.sum(c * lse))
-    assert_grad(doc, "x", np.expand_dims(c, dim) * softmax(x, dim))
-    doc = grad_json("logsumexp(v, 0)", "--v", "[1.0, 2.0, 3.0]", *F64)
-    assert_grad(doc, "v", softmax(np.array([1.0, 2.0, 3.0]), 0))
+    assert float(r.output) == pytest.approx(np.sum(c * lse))
+    assert_grad(r, "x", np.expand_dims(c, dim) * softmax(x, dim))
+    r = ag.grad("logsumexp(v, 0)", v="[1.0, 2.0, 3.0]", **F64)
+    assert_grad(r, "v", softmax(np.array([1.0, 2.0, 3.0]), 0))
 
 
 # --- the three losses of the issue ----------------------------------------------------------
@@ -330,7 +332,7 @@ def test_logsumexp_gradient_is_softmax(dim):
 W = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.25]])
 XV, BV, YV = np.array([0.5, 1.5]), np.array([0.1, -0.2, 0.3]), np.array([1.0, 2.0, -1.0])
 MSE = "mean((W @ x + b - y)**2)"
-MSE_ARGS = ("--W", text(W), "--x", text(XV), "--b", text(BV), "--y", text(YV))
+MSE_VALUES = {"W": text(W), "x": text(XV), "b": text(BV), "y": text(YV)}
 
 
 def mse_closed(w, x, b, y) -> dict[str, np.ndarray]:
@@ -346,59 +348,59 @@ L2W = np.array([[1.0, -2.0], [0.5, 3.0]])
 
 
 def test_loss_mean_squared_error():
-    doc = grad_json(MSE, *MSE_ARGS, *F64)
+    result = ag.grad(MSE, MSE_VALUES, **F64)
     r = W @ XV + BV - YV
-    assert doc["output"]["value"] == pytest.approx(np.mean(r**2))
-    assert doc["output"]["expected"] == pytest.approx(np.mean(r**2))
+    assert float(result.output) == pytest.approx(np.mean(r**2))
+    assert float(result.output_expected) == pytest.approx(np.mean(r**2))
     for name, closed in mse_closed(W, XV, BV, YV).items():
-        assert_grad(doc, name, closed)
-    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+        assert_grad(result, name, closed)
+    assert result.expected_by == "SymPy" and result.agree is True
 
 
 def test_loss_cross_entropy():
-    doc = grad_json(CE, "--z", text(ZV), "--t", text(TV), "--const", "t", *F64)
+    r = ag.grad(CE, z=text(ZV), t=text(TV), const=["t"], **F64)
     p = softmax(ZV, 0)
-    assert doc["output"]["value"] == pytest.approx(-np.log(p[1]))
-    assert_grad(doc, "z", p - TV)  # softmax(z) - t for a one-hot t
-    assert doc["variables"]["t"]["grad"] is None
-    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+    assert float(r.output) == pytest.approx(-np.log(p[1]))
+    assert_grad(r, "z", p - TV)  # softmax(z) - t for a one-hot t
+    assert r.variables["t"].grad is None
+    assert r.expected_by == "SymPy" and r.agree is True
 
 
 def test_loss_cross_entropy_soft_labels_and_the_label_gradient():
     t = np.array([0.25, 0.5, 0.0, 0.25])
-    doc = grad_json(CE, "--z", text(ZV), "--t", text(t), *F64)
+    r = ag.grad(CE, z=text(ZV), t=text(t), **F64)
     p = softmax(ZV, 0)
-    assert_grad(doc, "z", p * t.sum() - t)
-    assert_grad(doc, "t", -np.log(p))  # d/dt_i = -log_softmax(z)_i
+    assert_grad(r, "z", p * t.sum() - t)
+    assert_grad(r, "t", -np.log(p))  # d/dt_i = -log_softmax(z)_i
 
 
 def test_loss_l2_regularisation():
-    doc = grad_json("sum(W**2)", "--W", text(L2W), *F64)
-    assert doc["output"]["value"] == np.sum(L2W**2) == 14.25
-    assert_grad(doc, "W", 2 * L2W)
-    assert doc["variables"]["W"]["derivative"] == "2*W"
-    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+    r = ag.grad("sum(W**2)", W=text(L2W), **F64)
+    assert float(r.output) == np.sum(L2W**2) == 14.25
+    assert_grad(r, "W", 2 * L2W)
+    assert r.variables["W"].derivative == "2*W"
+    assert r.expected_by == "SymPy" and r.agree is True
 
 
 @pytest.mark.parametrize(
-    ("expression", "args", "closed"),
+    ("expression", "keywords", "closed"),
     [
-        (MSE, MSE_ARGS, mse_closed(W, XV, BV, YV)),
-        (CE, ("--z", text(ZV), "--t", text(TV), "--const", "t"), {"z": softmax(ZV, 0) - TV}),
-        ("sum(W**2)", ("--W", text(L2W)), {"W": 2 * L2W}),
+        (MSE, MSE_VALUES, mse_closed(W, XV, BV, YV)),
+        (CE, {"z": text(ZV), "t": text(TV), "const": ["t"]}, {"z": softmax(ZV, 0) - TV}),
+        ("sum(W**2)", {"W": text(L2W)}, {"W": 2 * L2W}),
     ],
     ids=["mse", "cross-entropy", "l2"],
 )
-def test_losses_with_numeric_column(expression, args, closed):
-    doc = grad_json(expression, *args, "--numeric")
+def test_losses_with_numeric_column(expression, keywords, closed):
+    r = ag.grad(expression, **keywords, numeric=True)
     for name, value in closed.items():
-        var = doc["variables"][name]
-        np.testing.assert_allclose(var["grad"], value, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(var["expected"], value, rtol=1e-6, atol=1e-7)
+        var = r.variables[name]
+        np.testing.assert_allclose(var.grad, value, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(var.expected, value, rtol=1e-6, atol=1e-7)
         # central differences in float64: close to the closed form, with their own tolerance
-        np.testing.assert_allclose(var["numeric"], value, rtol=1e-6, atol=1e-6)
-        assert var["numeric_agree"] is True and var["agree"] is True
-    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+        np.testing.assert_allclose(var.numeric, value, rtol=1e-6, atol=1e-6)
+        assert var.numeric_agree is True and var.agree is True
+    assert r.expected_by == "SymPy" and r.agree is True
 
 
 def test_loss_l2_in_rich_output():
@@ -438,18 +440,18 @@ FALLBACK_NOTE = (
 
 
 def test_beyond_the_exact_caps_falls_back_to_the_numeric_check():
-    doc = grad_json("sum(x @ x)", "--x", "rand(20,20)", "--seed", "1")
-    assert doc["expected_by"] == "numeric"
-    assert doc["notes"] == [FALLBACK_NOTE.format(n=400)]
-    x = np.array(doc["variables"]["x"]["value"])
+    r = ag.grad("sum(x @ x)", x="rand(20,20)", seed=1)
+    assert r.expected_by == "numeric"
+    assert notes(r.notes) == [FALLBACK_NOTE.format(n=400)]
+    x = np.array(r.variables["x"].value)
     assert x.shape == (20, 20)
     # sum_ij (XX)_ij = 1^T X X 1: d/dX = 1 1^T X^T + X^T 1 1^T
     ones = np.ones((20, 20))
     closed = ones @ x.T + x.T @ ones
-    var = doc["variables"]["x"]
-    np.testing.assert_allclose(var["grad"], closed, rtol=1e-5)
-    np.testing.assert_allclose(var["expected"], closed, rtol=1e-6)
-    assert var["agree"] is True and doc["agree"] is True
+    var = r.variables["x"]
+    np.testing.assert_allclose(var.grad, closed, rtol=1e-5)
+    np.testing.assert_allclose(var.expected, closed, rtol=1e-6)
+    assert var.agree is True and r.agree is True
 
 
 def test_numeric_fallback_in_rich_output():
@@ -461,14 +463,14 @@ def test_numeric_fallback_in_rich_output():
 
 
 def test_the_input_cap_is_exact_at_256_elements_and_numeric_beyond():
-    exact = grad_json("dot(x, y)", "--x", "linspace(0,1,128)", "--y", "linspace(1,2,128)")
-    assert exact["expected_by"] == "SymPy" and exact["notes"] == []
+    exact = ag.grad("dot(x, y)", x="linspace(0,1,128)", y="linspace(1,2,128)")
+    assert exact.expected_by == "SymPy" and notes(exact.notes) == []
     assert_grad(exact, "x", np.linspace(1, 2, 128), rtol=1e-6)
-    beyond = grad_json("dot(x, y)", "--x", "linspace(0,1,129)", "--y", "linspace(1,2,129)")
-    assert beyond["expected_by"] == "numeric"
-    assert beyond["notes"] == [FALLBACK_NOTE.format(n=258)]
+    beyond = ag.grad("dot(x, y)", x="linspace(0,1,129)", y="linspace(1,2,129)")
+    assert beyond.expected_by == "numeric"
+    assert notes(beyond.notes) == [FALLBACK_NOTE.format(n=258)]
     assert_grad(beyond, "y", np.linspace(0, 1, 129), rtol=1e-6)
-    assert beyond["agree"] is True
+    assert beyond.agree is True
 
 
 # --- bad input: one line, exit 2 ------------------------------------------------------------
@@ -529,14 +531,11 @@ def test_mse_gradient_equals_the_closed_form_for_any_small_shape(data, m, n):
         return np.array(flat, dtype=np.float64).reshape(shape)
 
     w, x, b, y = draw(m, n), draw(n), draw(m), draw(m)
-    args = ("--W", text(w), "--x", text(x), "--b", text(b), "--y", text(y))
-    run = cli("grad", MSE, *args, *F64, "--json")
-    assert run.exit_code == 0, run.stderr
-    doc = run.json()
-    assert doc["output"]["value"] == pytest.approx(np.mean((w @ x + b - y) ** 2), abs=1e-12)
+    r = ag.grad(MSE, W=text(w), x=text(x), b=text(b), y=text(y), **F64)
+    assert float(r.output) == pytest.approx(np.mean((w @ x + b - y) ** 2), abs=1e-12)
     for name, closed in mse_closed(w, x, b, y).items():
-        assert_grad(doc, name, closed, rtol=1e-9)
-    assert doc["expected_by"] == "SymPy" and doc["agree"] is True
+        assert_grad(r, name, closed, rtol=1e-9)
+    assert r.expected_by == "SymPy" and r.agree is True
 
 
 # --- edge points: kinks and overflow ----------------------------------------------------------
@@ -545,39 +544,34 @@ NORM_NOTE = "norm is not differentiable at the zero vector; PyTorch's value ther
 
 
 def test_norm_at_zero_is_pytorchs_subgradient_zero_with_a_note():
-    run = cli("grad", "norm(x)", "--x", "[0.0, 0.0]", "--json")
-    doc = run.json()
-    assert doc["variables"]["x"]["grad"] == [0.0, 0.0]  # PyTorch's choice at the kink
+    r = ag.grad("norm(x)", x="[0.0, 0.0]")
+    assert r.variables["x"].grad.tolist() == [0.0, 0.0]  # PyTorch's choice at the kink
     # a kink inside the domain: named as such, not as a NaN outside the domain
-    assert doc["variables"]["x"]["notes"] == [
+    assert notes(r.variables["x"].notes) == [
         f"{NORM_NOTE}; 2 element(s) at that point are left out of the check"
     ]
-    assert run.exit_code == 0 and doc["agree"] is True
+    assert r.agree is True
 
 
 def test_cross_entropy_with_large_logits():
     # exp(1000) overflows float64, but the loss and its gradient are ordinary numbers
-    run = cli("grad", CE, "--z", "[1000.0, 0.0]", "--t", "[0.0, 1.0]", "--const", "t",
-              "--dtype", "float64", "--json")  # fmt: skip
-    doc = run.json()
+    r = ag.grad(CE, z="[1000.0, 0.0]", t="[0.0, 1.0]", const=["t"], dtype="float64")
     # loss = logsumexp(z) - z_1 = 1000 + log(1 + e^-1000) = 1000; grad = softmax(z) - t = [1, -1]
-    assert doc["output"]["value"] == pytest.approx(1000.0)
-    assert doc["output"]["expected"] == pytest.approx(1000.0)
-    assert doc["variables"]["z"]["grad"] == pytest.approx([1.0, -1.0])
-    assert doc["variables"]["z"]["expected"] == pytest.approx([1.0, -1.0])
-    assert run.exit_code == 0 and doc["agree"] is True
+    assert float(r.output) == pytest.approx(1000.0)
+    assert float(r.output_expected) == pytest.approx(1000.0)
+    assert r.variables["z"].grad.tolist() == pytest.approx([1.0, -1.0])
+    assert r.variables["z"].expected.tolist() == pytest.approx([1.0, -1.0])
+    assert r.agree is True
 
 
 def test_logsumexp_of_large_equal_values():
-    doc = grad_json("logsumexp(x, 0)", "--x", "[1000.0, 1000.0]", *F64)
-    assert doc["output"]["expected"] == pytest.approx(1000 + np.log(2))
-    assert_grad(doc, "x", [0.5, 0.5])
+    r = ag.grad("logsumexp(x, 0)", x="[1000.0, 1000.0]", **F64)
+    assert float(r.output_expected) == pytest.approx(1000 + np.log(2))
+    assert_grad(r, "x", [0.5, 0.5])
 
 
 def test_a_dim_may_be_written_with_a_plus_sign():
-    plus = cli("grad", "softmax(x, +1)", "--x", "[[1.0, 2.0]]", "--weights", "[[1.0, 0.0]]",
-               "--json").json()  # fmt: skip
-    plain = cli("grad", "softmax(x, 1)", "--x", "[[1.0, 2.0]]", "--weights", "[[1.0, 0.0]]",
-                "--json").json()  # fmt: skip
-    assert plus["variables"]["x"]["grad"] == plain["variables"]["x"]["grad"]
-    assert plus["agree"] is True
+    plus = ag.grad("softmax(x, +1)", x="[[1.0, 2.0]]", weights="[[1.0, 0.0]]")
+    plain = ag.grad("softmax(x, 1)", x="[[1.0, 2.0]]", weights="[[1.0, 0.0]]")
+    assert plus.grads["x"].tolist() == plain.grads["x"].tolist()
+    assert plus.agree is True
