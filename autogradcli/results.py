@@ -78,12 +78,27 @@ class Frozen:
 
 
 class Rendered(Frozen):
-    """``__rich__`` and ``_repr_html_`` through the renderers, imported only when used."""
+    """``__rich__`` through the renderers, imported only when used."""
 
     def __rich__(self) -> Any:
         from autogradcli.render import renderable
 
         return renderable(self, PYTHON)
+
+
+class Judged(Rendered):
+    """A result with a verdict (``grad``, ``jacobian``, ``hessian``, ``derivative``)."""
+
+    def verdict_fields(self) -> dict[str, Any]:
+        """The fields that close a judged result's document: the bound and the verdict."""
+        judged: Any = self
+        return {
+            "rounding_bound": judged.rounding_bound,
+            "strict": judged.strict,
+            "verdict": judged.verdict,
+            "cause": cause_dict(judged.first_cause()),
+            "agree": judged.agree,
+        }
 
 
 @dataclass(frozen=True)
@@ -335,7 +350,7 @@ class Explanation(Frozen):
 
 
 @dataclass(frozen=True)
-class GradResult(Rendered):
+class GradResult(Judged):
     """Everything ``grad`` found; ``verdict`` and ``agree`` (exit code 0 or 1) sum it up."""
 
     expression: str
@@ -454,11 +469,7 @@ class GradResult(Rendered):
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
                 "suggestions": [x.to_dict() for x in self.suggestions],
-                "rounding_bound": self.rounding_bound,
-                "strict": self.strict,
-                "verdict": self.verdict,
-                "cause": cause_dict(self.first_cause()),
-                "agree": self.agree,
+                **self.verdict_fields(),
             }
         )
 
@@ -534,7 +545,7 @@ class JacobianRow(Frozen):
 
 
 @dataclass(frozen=True)
-class DerivativeResult(Rendered):
+class DerivativeResult(Judged):
     """What ``jacobian``, ``hessian`` or ``derivative`` found; ``verdict`` and ``agree``
     sum it up."""
 
@@ -586,11 +597,7 @@ class DerivativeResult(Rendered):
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
                 "seed": self.seed,
-                "rounding_bound": self.rounding_bound,
-                "strict": self.strict,
-                "verdict": self.verdict,
-                "cause": cause_dict(self.first_cause()),
-                "agree": self.agree,
+                **self.verdict_fields(),
             }
         )
 
