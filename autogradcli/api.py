@@ -20,7 +20,7 @@ from autogradcli.bind import Bound, Passes, bind, retained_names
 from autogradcli.errors import AutogradCliError, LimitError, VariableError
 from autogradcli.lang.analysis import calls, is_elementwise
 from autogradcli.lang.tree import Expression
-from autogradcli.lang.vocabulary import REDUCTIONS
+from autogradcli.lang.vocabulary import OPS
 from autogradcli.notes import Note
 from autogradcli.results import DerivativeResult, GradResult, Graph, Suggestion
 from autogradcli.settings import Limits, Settings, number
@@ -184,7 +184,9 @@ def derivative(
     number("order", order)
     chosen, given = split(settings, values, keywords)
     bound = _differentiable(bind(expression, given, chosen, const=const))
-    if not is_elementwise(bound.program) or calls(bound.program) & set(REDUCTIONS):
+    if not is_elementwise(bound.program) or not all(
+        OPS[f].elementwise for f in calls(bound.program)
+    ):
         raise VariableError("order_elementwise")
     return run_derivative(bound, order)
 

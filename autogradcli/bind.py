@@ -10,10 +10,13 @@ from typing import Any
 import numpy as np
 
 from autogradcli.errors import UnknownVariableError, VariableError
+from autogradcli.lang.analysis import class_targets
 from autogradcli.lang.parser import parse_expression
-from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
-from autogradcli.lang.tree import Expression, Node
-from autogradcli.lang.values import RandomSource, read_value
+from autogradcli.lang.shapes import Shape, infer_shape
+from autogradcli.lang.tree import Backward, Expression, Leaf, Name, Node, Show, Step, walk
+from autogradcli.lang.values import Constructed, RandomSource, read_constructor, read_value
+from autogradcli.lang.vocabulary import CONSTANTS
+from autogradcli.notes import Note
 from autogradcli.settings import Limits, Settings, number
 
 
@@ -30,6 +33,7 @@ class Bound:
     differentiate: frozenset[str]
     settings: Settings
     seed: int | None  # reported when rand()/randn() drew a value
+    notes: tuple[Note, ...] = ()  # what binding noticed (a constant shadowed, a dtype)
 
     @property
     def limits(self) -> Limits:
@@ -49,7 +53,8 @@ def bind(
     weights: Any = None,
     const: Iterable[str] = (),
 ) -> Bound:
-    """Parse (unless already parsed) and read everything; check names, shapes and sizes."""
+    """Parse (unless already parsed) and read everything; check names, shapes and sizes.
+    Values the program defines (``x = torch.tensor(...)``) are read here, in order."""
     limits = settings.limits
     const = list(dict.fromkeys([const] if isinstance(const, str) else const))
     program = expression
@@ -57,31 +62,121 @@ def bind(
         program = parse_expression(expression, limits, given=frozenset(values))
     assert isinstance(program, Expression)
     check_names(program, values, const)
-    seed = secrets.randbelow(2**31) if settings.seed is None else settings.seed
+    seed = _seed(program, settings)
     random = RandomSource(seed, settings.dtype)
-    arrays = {name: read_value(values[name], limits, random) for name in program.variables}
-    shapes = program_shapes(program, {n: a.shape for n, a in arrays.items()}, limits)
+    given = [n for n in program.variables if program.leaf(n) is None]
+    arrays = {name: read_value(values[name], limits, random) for name in given}
+    reader = _Program(program, limits, random, {n: a.shape for n, a in arrays.items()})
+    reader.read()
+    arrays.update({n: c.array for n, c in reader.made.items()})
+    settings, notes = _dtype(reader.made, settings)
+    shapes = reader.shapes
     out_shape = infer_shape(program.root, shapes, limits)
     external = _weights(weights, arrays, out_shape, limits, random)
+    fixed = {v.name for v in program.leaves if not v.requires_grad}
+    fixed |= class_targets(program, shapes)  # class indices are integers: no gradient
+    notes += _shadowed(program, values)
     return Bound(
         program=program,
-        arrays=arrays,
+        arrays={n: arrays[n] for n in program.variables},
         shapes=shapes,
         out_shape=out_shape,
         weights=external,
-        differentiate=frozenset(n for n in program.variables if n not in const),
+        differentiate=frozenset(n for n in program.variables if n not in {*const, *fixed}),
         settings=settings,
         seed=seed if random.used else None,
+        notes=tuple(notes),
     )
+
+
+class _Program:
+    """Reads the values a program defines, line by line, with the shapes so far (for
+    ``len(y)``), and infers every step's shape."""
+
+    def __init__(
+        self, program: Expression, limits: Limits, random: RandomSource, shapes: dict[str, Shape]
+    ) -> None:
+        self.program, self.limits, self.random = program, limits, random
+        self.shapes = dict(shapes)
+        self.made: dict[str, Constructed] = {}
+
+    def read(self) -> None:
+        for statement in self.program.statements:
+            if isinstance(statement, Leaf):
+                self.leaf(statement)
+            elif isinstance(statement, Step):
+                self.lifted(statement.node)
+                self.shapes[statement.name] = infer_shape(statement.node, self.shapes, self.limits)
+            elif isinstance(statement, Backward):
+                for node in (statement.target, statement.gradient):
+                    self.lifted(node)
+            elif isinstance(statement, Show):
+                for item in statement.items:
+                    self.lifted(item)
+        for leaf in self.program.leaves:
+            if leaf.name not in self.made:
+                self.leaf(leaf)
+        for step in self.program.steps:  # a program without statements (plain steps)
+            if step.name not in self.shapes:
+                self.lifted(step.node)
+                self.shapes[step.name] = infer_shape(step.node, self.shapes, self.limits)
+        self.lifted(self.program.root)
+
+    def lifted(self, node: Any) -> None:
+        """Constructors inside an expression, read before the expression's shape is."""
+        if node is None or isinstance(node, str):
+            return
+        for part in walk(node):
+            if isinstance(part, Name) and part.id not in self.made:
+                leaf = self.program.leaf(part.id)
+                if leaf is not None:
+                    self.leaf(leaf)
+
+    def leaf(self, leaf: Leaf) -> None:
+        made = read_constructor(leaf.source, self.limits, self.random, self.shapes)
+        if made.integer and leaf.requires_grad:
+            raise VariableError("integer_requires_grad", name=leaf.name, source=leaf.source)
+        self.made[leaf.name] = made
+        self.shapes[leaf.name] = made.array.shape
+
+
+def _seed(program: Expression, settings: Settings) -> int:
+    """The seed of rand()/randn(): torch.manual_seed(n) in the program, the settings', or drawn."""
+    if program.seed is not None:
+        if settings.seed is not None and settings.seed != program.seed:
+            raise VariableError("two_seeds", program=program.seed, given=settings.seed)
+        return program.seed
+    return secrets.randbelow(2**31) if settings.seed is None else settings.seed
+
+
+def _dtype(made: dict[str, Constructed], settings: Settings) -> tuple[Settings, list[Note]]:
+    """The dtype the program's constructors ask for (dtype=torch.float64), if any."""
+    asked = {c.dtype for c in made.values() if c.dtype is not None}
+    if not asked:
+        return settings, []
+    if len(asked) > 1:
+        raise VariableError("mixed_dtypes", dtypes=sorted(asked))
+    (dtype,) = asked
+    if dtype == settings.dtype:
+        return settings, []
+    return settings.but(dtype=dtype), [Note("program_dtype", {"dtype": dtype})]
+
+
+def _shadowed(program: Expression, values: Mapping[str, Any]) -> list[Note]:
+    """A value or an assignment named ``e`` or ``pi`` hides the constant: a note says so."""
+    written = set(dict(program.names).values()) | set(values)
+    return [Note("constant_shadowed", {"name": n}) for n in CONSTANTS if n in written]
 
 
 def check_names(program: Expression, values: Mapping[str, Any], const: Iterable[str] = ()) -> None:
     """Every variable has a value; every value and ``const`` names a variable."""
-    variables = list(program.variables)
+    variables = [n for n in program.variables if program.leaf(n) is None]
     for name in [*values, *const]:
         if program.step(name) is not None:
             raise VariableError("value_for_step", name=name, variables=variables)
-        if name not in variables:
+        if program.leaf(name) is not None and name in values:
+            raise VariableError("value_defined", name=name, source=program.leaf(name).source)  # type: ignore[union-attr]
+        if name not in program.variables:
             raise UnknownVariableError(name, variables)
     for name in variables:
         if values.get(name) is None:

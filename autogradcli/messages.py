@@ -112,16 +112,11 @@ ERRORS: dict[str, str] = {
     "nested_for_parser": "the expression is nested too deeply for Python's parser; write it "
     "with fewer nested parentheses",
     "unparsable": "cannot parse the expression: {detail}",
-    "unused_expression": "'{text}' is computed but not used: only the last line may be a "
-    "bare expression; " + PROGRAM_HINT,
     "statement_not_allowed": "{what} cannot be used; " + PROGRAM_HINT,
     "bad_assignment": "cannot assign in '{text}': assign one plain name per step; " + PROGRAM_HINT,
     "assign_function": "cannot assign to '{name}': it is a function; choose another name",
-    "assign_constant": "cannot assign to '{name}': it is a constant; choose another name",
-    "assigned_twice": "'{name}' is assigned twice; steps are not reassigned, so give the "
-    "second one a new name (e.g. {name}2 = ...)",
-    "used_before_assigned": "'{name}' is used in {where} before it is assigned; put the steps "
-    "in order (a name that is also an input needs a new name, e.g. {name}2)",
+    "assign_namespace": "cannot assign to '{name}': it names a module (torch, F, np, math); "
+    "choose another name",
     "step_unused": "step '{name}' is never used; use it in a later step or remove it",
     "too_deep": "the expression is nested more than {limit} levels deep (raise it with "
     "[[max_depth]])",
@@ -133,13 +128,70 @@ ERRORS: dict[str, str] = {
     "integer_too_large": "integer constant with {digits} digits is too large; the limit is "
     "about 1e308",
     "constant_kind": "constant {value} is not allowed in an expression",
-    "call_not_plain": "only plain function names can be called, not '{text}'; "
-    "functions: {functions}",
-    "unknown_function": "unknown function '{name}'; functions: {functions}",
-    "wrong_arguments": "{name}() takes {count}, e.g. {example}",
-    "tensor_and_dim": "{name}() takes a tensor and a dim, e.g. {example}",
-    "dim_needed": "{name}() needs the dim to work along, e.g. {example}",
-    "bad_dim": "the dim of {name}() must be a small integer such as 0, 1 or -1, not '{text}'",
+    "call_not_plain": "'{text}' cannot be called; call a function by its name, as a method "
+    "(x.sum()) or in torch, F (torch.nn.functional), np or math (torch.sin(x))",
+    "unknown_function": "unknown function '{name}'{hint} (autograd-cli grad --help lists "
+    "the functions)",
+    "unknown_spelling": "{what} is not supported{hint} (autograd-cli grad --help lists the "
+    "functions)",
+    "namespace_alone": "'{name}' is a module; call a function in it, e.g. {name}.exp(x)",
+    "namespace_value": "'{text}' is not a value the language knows; use pi and e, or a "
+    "function call such as torch.exp(x)",
+    "readable_only": "'{text}' is not part of the computation; print it (print({text})) or "
+    "write it on a line of its own, after the backward() that fills it",
+    "read_unknown": "'{text}': no tensor '{name}' is defined before this line",
+    "statement_method": "'{text}(...)' is a statement: write it on a line of its own, e.g. "
+    "out.backward()",
+    "attribute_not_allowed": "'{text}' cannot be used: .{attr} is not an attribute the "
+    "language knows; use .T, .data, .grad in print(...), or a method such as x.sum()",
+    "not_a_pair": "'{text}': only torch.max(x, dim) and torch.min(x, dim) give (values, "
+    "indices) pairs",
+    "pair_result": "'{text}' gives (values, indices) in PyTorch; write {text}.values (or "
+    "[0]), or {name}(x) over all elements",
+    "indices_not_differentiable": "'{text}': indices are integers, with no gradient; use "
+    ".values (or [0])",
+    "max_of_two": "{name}(x, y) of two tensors: write maximum(x, y) for the elementwise "
+    "larger (minimum for the smaller), or {name}(x, dim) along a dim",
+    "len_here": "len(...) gives a size; use it inside a constructor such as torch.ones(len(y))",
+    "constructor_here": "'{text}' makes a value; give values as --NAME VALUE (or define "
+    "them in a program: x = torch.tensor([1., 2.]))",
+    "starred_call": "{name}() takes its arguments written out, not *args or **kwargs",
+    "given_twice_arg": "{name}() got '{arg}' twice; give it once",
+    "argument_missing": "{name}() needs its argument '{arg}', e.g. {example}",
+    "sequence_needed": "{name}() takes a list of tensors, e.g. {example}",
+    "too_many_arguments": "too many arguments for {name}(); e.g. {example}",
+    "unknown_keyword": "{name}() has no argument '{keyword}'; it takes {known}",
+    "bad_integer": "{what} must be an integer written as such (0, 1, -1), not '{text}'",
+    "bad_number_argument": "{what} must be a number written as such (0.5, -1), not '{text}'",
+    "bad_flag": "{param} of {name}() must be True or False, not '{text}'",
+    "bad_choice": "{param} of {name}() must be one of {choices}, not {text}",
+    "slice_step": "slices step forward in PyTorch; a step of {step} is not allowed (use a "
+    "positive step)",
+    "chained_comparison": "'{text}': write one comparison at a time (a < b), and combine "
+    "them with where(...)",
+    "import_not_allowed": "'{text}' is not allowed: a cell may import torch, "
+    "torch.nn.functional as F, torch.nn as nn, numpy as np and math (nothing is imported)",
+    "attribute_assignment": "'{text}' is not allowed; the attributes a cell may set are "
+    "x.grad = None and x.requires_grad = True",
+    "requires_grad_not_leaf": "'{text}': {name} is not a value the program defines; "
+    "requires_grad_ is for values made with torch.tensor(...), torch.ones(...) and the like",
+    "requires_grad_after_use": "'{text}': {name} is already used above; call "
+    "requires_grad_ right after making it (or pass requires_grad=True)",
+    "backward_arguments": "'{text}': backward takes gradient= and retain_graph=, e.g. "
+    "out.backward(torch.ones_like(out), retain_graph=True)",
+    "create_graph_here": "'{text}': create_graph=True is for higher derivatives; use "
+    "autograd-cli grad --order 2, or autograd-cli hessian",
+    "backward_inputs": "'{text}': backward(inputs=...) is not supported; every leaf's .grad "
+    "is shown",
+    "in_place": "'{text}' changes a tensor in place; the in-place operation a cell may use "
+    "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
+    "print_format": "'{text}': print names and expressions, without formatting, e.g. print(x.grad)",
+    "manual_seed": "'{text}': torch.manual_seed takes one whole number, e.g. torch.manual_seed(0)",
+    "with_not_allowed": "'{text}' is not allowed; the block a cell may use is 'with "
+    "torch.no_grad():' around assignments",
+    "nothing_computed": "the program computes nothing to differentiate; end it with an "
+    "expression or a step, e.g. out = (x**2).sum()",
+    "flag_value": "'{text}': give True or False as written",
     "power_too_large": "integer constant {left}**{right} is too large (about 2**{bits}); "
     "the limit is about 1e308",
     "constant_division_by_zero": "division by zero in the constant {text}",
@@ -155,9 +207,25 @@ ERRORS: dict[str, str] = {
     "and {right}; use * to scale",
     "matmul_mismatch": "'{where}': shapes {left} @ {right} do not match ({columns} columns "
     "against {rows} rows)",
-    "transpose_not_2d": "T() transposes a matrix (2-D); '{arg}' has shape {shape}",
+    "transpose_not_2d": "'{where}': T() and .t() transpose up to 2 dims; shape {shape} has "
+    "more; use transpose(x, 0, 1) or permute(x, ...)",
     "dot_shapes": "dot(a, b) takes two 1-D tensors of the same length; '{where}' has shapes "
     "{left} and {right} (use @ for matrices)",
+    "dim_repeated": "'{where}': dim {dim} names a dim twice",
+    "bad_permutation": "'{where}': permute needs each dim of shape {shape} once, not {dims}",
+    "flatten_order": "'{where}': start_dim {start} comes after end_dim {end}",
+    "cat_number": "'{where}': cat() joins tensors of at least 1 dim; use stack() for numbers",
+    "cat_shapes": "'{where}': cat() along dim {dim} needs the other sizes equal; the shapes "
+    "are {shapes}",
+    "stack_shapes": "'{where}': stack() needs tensors of one shape; the shapes are {shapes}",
+    "bad_index": "'{where}': {detail} (shape {shape})",
+    "class_input": "'{where}': {func}() takes an input of shape (C) or (N, C) here, not {shape}",
+    "class_target": "'{where}': the target must have shape {input} without its last dim "
+    "(class indices) or shape {input} (class probabilities), not {target}",
+    "target_not_constant": "{what} must be a constant tensor of whole numbers (a value with "
+    "requires_grad=False)",
+    "class_out_of_range": "a class index is {value:g}; with {classes} classes they run from "
+    "0 to {classes} - 1",
     "dim_of_number": "'{where}': '{arg}' is a single number; its only dims are 0 and -1; "
     "write {func}({arg}, 0)",
     "dim_out_of_range": "'{where}': dim {dim} is out of range for shape {shape} "
@@ -192,6 +260,13 @@ ERRORS: dict[str, str] = {
     "linspace_negative": "steps in linspace() cannot be negative",
     "reshape_arguments": "reshape() needs a value and a shape, e.g. reshape(arange(6),2,3)",
     "reshape_size": "cannot reshape {size} elements into shape {shape}",
+    "len_unknown": "len({name}): no tensor '{name}' is defined before this line",
+    "len_of_number": "len({name}): '{name}' is a single number, with no length",
+    "constructor_keyword": "{name}() does not take {keyword}=; its keywords are {known}",
+    "constructor_dtype": "dtype={dtype} is not one the tool runs; use torch.float32, "
+    "torch.float64, torch.float16 or torch.bfloat16 (or an integer dtype for indices)",
+    "tensor_arguments": "torch.tensor() takes the data, e.g. torch.tensor([1., 2.])",
+    "eye_arguments": "eye() takes n (and m), e.g. torch.eye(4, 5)",
     "random_unavailable": "{kind}() is not available here",
     "file_type": "cannot read '@{path}': unsupported file type '{suffix}'; use {types}",
     "file_is_directory": "cannot read '@{path}': it is a directory, not a file",
@@ -242,6 +317,15 @@ ERRORS: dict[str, str] = {
     "numeric_budget": "a numeric {what} needs {evaluations} forward evaluations; the limit "
     "is {limit}; use smaller inputs",
     "not_name_value": "'{spec}' is not NAME=VALUE; write e.g. [[var=x=2]]",
+    "value_defined": "'{name}' is defined in the program ({name} = {source}); drop its "
+    "value, or the line that defines it",
+    "integer_requires_grad": "'{source}' is an integer tensor, and only floating point "
+    "tensors can require gradients; write the numbers with a decimal point ([1., 2.]) or "
+    "add dtype=torch.float32",
+    "two_seeds": "the program calls torch.manual_seed({program}) and [[seed={given}]] is "
+    "given; keep one",
+    "mixed_dtypes": "the program's values ask for several dtypes ({dtypes}); the tool runs "
+    "one, so give them all one dtype",
     "given_twice": "variable '{name}' is given twice ({first} and {second}); give each "
     "variable one value",
     "dot_stdout_json": "[[dot=-]] prints the DOT text; use [[dot=FILE]] with [[json_output]]",
@@ -374,6 +458,8 @@ def glossary_text(key: str, style: Style = PYTHON) -> str:
 # --- notes -----------------------------------------------------------------------------------
 
 NOTES: dict[str, str] = {
+    "program_dtype": "the program's values are {dtype} (dtype=), so everything runs in {dtype}",
+    "constant_shadowed": "'{name}' here is the program's own value, not the constant {name}",
     "numeric_fallback": "{reason}; checked numerically instead (central differences, float64)",
     "timeout_fallback": "{reason} ([[sympy_seconds]]); checked numerically instead",
     "no_number_fallback": "SymPy gives no number here ({reason}); checked numerically instead",

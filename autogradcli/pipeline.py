@@ -14,10 +14,10 @@ from autogradcli.check.blocks import block_notes, make_block, settle_blocks
 from autogradcli.check.judge import Judge
 from autogradcli.check.reconcile import domain_edges
 from autogradcli.errors import VariableError
-from autogradcli.lang.analysis import rounding_steps
+from autogradcli.lang.analysis import calls, rounding_steps
 from autogradcli.notes import Note
 from autogradcli.policy.verdict import rounding_relative
-from autogradcli.reference import NumericModel, Reference, choose, exact_or_none
+from autogradcli.reference import NumericModel, Reference, choose, exact_or_none, known
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import Block, DerivativeResult, GradResult, JacobianRow, VariableResult
 from autogradcli.torchside import higher
@@ -258,11 +258,12 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
     notes: list[Note] = []
 
     def exact() -> Any:
-        model = ComponentModel(bound.program, bound.shapes, bound.limits)
+        constants = known(bound.program, bound.shapes, session.seen)
+        model = ComponentModel(bound.program, bound.shapes, bound.limits, constants=constants)
         return model, {n: model.jacobian_values(session.seen, n) for n in bound.names}
 
     def numeric() -> Any:
-        return numeric_jacobian(_forward(bound), session.seen, bound.names)
+        return numeric_jacobian(_forward(bound, session.seen), session.seen, bound.names)
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
     blocks = _blocks(bound, found, cross, model, values, numbers)
@@ -293,11 +294,12 @@ def run_hessian(bound: Bound) -> DerivativeResult:
     def exact() -> Any:
         if inputs > MAX_EXACT_HESSIAN_INPUTS:
             raise TooLarge("exact_hessian_inputs", limit=MAX_EXACT_HESSIAN_INPUTS, inputs=inputs)
-        model = ComponentModel(bound.program, bound.shapes, bound.limits)
+        constants = known(bound.program, bound.shapes, session.seen)
+        model = ComponentModel(bound.program, bound.shapes, bound.limits, constants=constants)
         return model, {p: model.values_of(hessian_terms(model, *p), session.seen) for p in found}
 
     def numeric() -> Any:
-        return numeric_hessian(_forward(bound), session.seen, bound.names)
+        return numeric_hessian(_forward(bound, session.seen), session.seen, bound.names)
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
     blocks = _blocks(bound, found, cross, model, values, numbers)
@@ -313,9 +315,11 @@ def run_hessian(bound: Bound) -> DerivativeResult:
     )
 
 
-def _forward(bound: Bound) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+def _forward(
+    bound: Bound, base: dict[str, np.ndarray]
+) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     """The forward pass in float64 without autograd (what central differences evaluate)."""
-    return NumericModel(bound.program, bound.shapes, bound.limits).forward
+    return NumericModel(bound.program, bound.shapes, bound.limits).forward_at(base)
 
 
 def run_derivative(bound: Bound, order: int) -> DerivativeResult:
@@ -333,7 +337,7 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
         texts[n] = str(derivative)
         with np.errstate(all="ignore"):
             full = precise_value(derivative, env, bound.out_shape)
-            mask, codes = find_kinks(derivative, env, bound.out_shape)
+            mask, codes = find_kinks(derivative, env, bound.out_shape, uses=calls(bound.program))
         expected = reduce_to_shape(full, bound.shapes[n])
         kinks = reduce_to_shape(mask, bound.shapes[n], np.logical_or)
         numbers, widen = _numeric_order(bound, session, n, order, notes)
@@ -375,7 +379,7 @@ def _numeric_order(
 
     if not bound.settings.numeric:
         return None, 0.0
-    f = _forward(bound)
+    f = _forward(bound, session.seen)
 
     def along(v: np.ndarray) -> np.ndarray:
         out = np.broadcast_to(f({**session.seen, name: v}), bound.out_shape)

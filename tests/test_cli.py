@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -350,10 +351,8 @@ def test_no_closed_form_from_sympy_falls_back_to_the_numeric_check(monkeypatch):
 
     from autogradcli.lang import vocabulary
 
-    unknown = vocabulary.Function(
-        "sin", torch=vocabulary.FUNCTIONS["sin"].torch, sympy=lambda s, a: sympy.Function("f")(a)
-    )
-    monkeypatch.setitem(vocabulary.FUNCTIONS, "sin", unknown)
+    unknown = dataclasses.replace(vocabulary.OPS["sin"], sympy=lambda s, a: sympy.Function("f")(a))
+    monkeypatch.setitem(vocabulary.OPS, "sin", unknown)
     doc = grad_json("sin(x)", "--x", "0.5")
     assert doc["expected_by"] == "numeric"
     assert doc["notes"] == [

@@ -60,7 +60,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import autogradcli as ag
-from autogradcli.lang.tree import Binary, Call, Name, Node, Num, Unary
+from autogradcli.lang.tree import Binary, Call, Name, Node, Num, Unary, call
 
 LONG = os.environ.get("AUTOGRAD_CLI_LONG") == "1"
 # Collect every problem and fail at the end (the long profile's way) instead of stopping at
@@ -176,10 +176,10 @@ class Generator:
         if t.bound <= limit:
             return t
         name = self.pick(["tanh", "sin", "atan", "sigmoid"])
-        return Term(Call(name, t.node), t.shape, 1.6)
+        return Term(call(name, t.node), t.shape, 1.6)
 
     def call(self, name: str, t: Term, bound: float) -> Term:
-        return Term(Call(name, t.node), t.shape, bound)
+        return Term(call(name, t.node), t.shape, bound)
 
     def scaled(self, factor: float, t: Term) -> Term:
         return Term(Binary("*", Num(factor), t.node), t.shape, abs(factor) * t.bound)
@@ -193,7 +193,7 @@ class Generator:
             sq = Binary("*", a.node, a.node)
             return Term(Binary("+", Num(1), sq), a.shape, 1 + a.bound**2), 1.0
         if form == "sin":
-            return Term(Binary("+", Num(2), Call("sin", a.node)), a.shape, 3.0), 1.0
+            return Term(Binary("+", Num(2), call("sin", a.node)), a.shape, 3.0), 1.0
         if form == "exp":
             return self.call("exp", small, math.exp(small.bound)), math.exp(-small.bound)
         if form == "cosh":
@@ -201,12 +201,12 @@ class Generator:
         if form == "sigmoid":
             return self.call("sigmoid", small, 1.0), 1 / (1 + math.exp(small.bound))
         if form == "abs":
-            return Term(Binary("+", Num(1), Call("abs", a.node)), a.shape, 1 + a.bound), 1.0
+            return Term(Binary("+", Num(1), call("abs", a.node)), a.shape, 1 + a.bound), 1.0
         if form == "relu":
-            return Term(Binary("+", Num(0.5), Call("relu", a.node)), a.shape, 0.5 + a.bound), 0.5
-        inner = Binary("+", Num(1), Call("exp", small.node))
+            return Term(Binary("+", Num(0.5), call("relu", a.node)), a.shape, 0.5 + a.bound), 0.5
+        inner = Binary("+", Num(1), call("exp", small.node))
         low, high = math.log1p(math.exp(-small.bound)), math.log1p(math.exp(small.bound))
-        return Term(Call("log", inner), a.shape, high), low
+        return Term(call("log", inner), a.shape, high), low
 
     def apply(self, name: str, a: Term) -> Term:
         """``name`` of ``a``, with the argument moved into the domain where needed."""
@@ -244,7 +244,7 @@ class Generator:
         name = self.pick(["sum", "mean", "max", "min", "norm"])
         size = math.prod(b.shape)
         bound = b.bound * (size if name in ("sum", "norm") else 1)
-        return Term(Call(name, b.node), (), bound)
+        return Term(call(name, b.node), (), bound)
 
     def _func(self, depth: int) -> Term:
         return self.apply(self.pick(ELEMENTWISE), self.term(depth))
@@ -299,7 +299,7 @@ class Generator:
         a = self.term(depth)
         name = self.pick(["sum", "mean"])
         size = math.prod(a.shape)
-        return self.squash(Term(Call(name, a.node), (), a.bound * (size if name == "sum" else 1)))
+        return self.squash(Term(call(name, a.node), (), a.bound * (size if name == "sum" else 1)))
 
     def dim_of(self, a: Term) -> int:
         return self.draw(st.integers(-len(a.shape), len(a.shape) - 1))
@@ -315,15 +315,15 @@ class Generator:
         dim, name = self.dim_of(a), self.pick(["sum", "mean"])
         n = a.shape[dim]
         bound = a.bound * (n if name == "sum" else 1)
-        return self.squash(Term(Call(name, a.node, dim=dim), self.without(a.shape, dim), bound))
+        return self.squash(Term(call(name, a.node, dim=dim), self.without(a.shape, dim), bound))
 
     def _extreme(self, depth: int) -> Term:
         a = self.term(depth)
         name = self.pick(["max", "min"])
         if not a.shape or self.draw(st.booleans()):
-            return Term(Call(name, a.node), (), a.bound)
+            return Term(call(name, a.node), (), a.bound)
         dim = self.dim_of(a)
-        return Term(Call(name, a.node, dim=dim), self.without(a.shape, dim), a.bound)
+        return Term(call(name, a.node, dim=dim), self.without(a.shape, dim), a.bound)
 
     def _prod(self, depth: int) -> Term:
         a = self.term(depth)
@@ -331,17 +331,17 @@ class Generator:
             a = self.pick([self.call("tanh", a, 1.0), self.positive(a)[0]])
             a = self.squash(a, 3)
         if not a.shape or self.draw(st.booleans()):
-            return self.squash(Term(Call("prod", a.node), (), a.bound ** math.prod(a.shape)))
+            return self.squash(Term(call("prod", a.node), (), a.bound ** math.prod(a.shape)))
         dim = self.dim_of(a)
         bound = a.bound ** a.shape[dim]
-        return self.squash(Term(Call("prod", a.node, dim=dim), self.without(a.shape, dim), bound))
+        return self.squash(Term(call("prod", a.node, dim=dim), self.without(a.shape, dim), bound))
 
     def _softmax(self, depth: int) -> Term:
         a = self.term(depth)
         if not a.shape:
             return self._func(depth)
         dim, name = self.dim_of(a), self.pick(["softmax", "log_softmax", "logsumexp"])
-        node = Call(name, a.node, dim=dim)
+        node = call(name, a.node, dim=dim)
         if name == "softmax":
             return Term(node, a.shape, 1.0)
         if name == "log_softmax":
@@ -350,7 +350,7 @@ class Generator:
 
     def _norm(self, depth: int) -> Term:
         a = self.term(depth)
-        return self.squash(Term(Call("norm", a.node), (), a.bound * math.sqrt(math.prod(a.shape))))
+        return self.squash(Term(call("norm", a.node), (), a.bound * math.sqrt(math.prod(a.shape))))
 
     def vector(self, a: Term, n: int | None) -> Term | None:
         """``a`` as a 1-D term (of length ``n`` when given), reducing a 2-D one along a dim."""
@@ -363,7 +363,7 @@ class Generator:
             return None
         dim = self.pick(dims)
         name = self.pick(["sum", "mean", "max", "logsumexp"])
-        node = Call(name, a.node, dim=dim)
+        node = call(name, a.node, dim=dim)
         bound = a.bound * (a.shape[dim] if name == "sum" else 1) + 2
         return Term(node, self.without(a.shape, dim), bound)
 
@@ -375,21 +375,21 @@ class Generator:
         b = self.vector(self.term(depth), n)
         if b is None:
             b = self.apply(self.pick(["sin", "tanh", "exp", "relu"]), a)
-        return self.squash(Term(Call("dot", a.node, other=b.node), (), a.bound * b.bound * n))
+        return self.squash(Term(call("dot", a.node, b.node), (), a.bound * b.bound * n))
 
     def _matmul(self, depth: int) -> Term:
         a = self.term(depth)
         if not a.shape:
             return self._arith(depth)
         if len(a.shape) == 2 and self.draw(st.booleans()):
-            a = Term(Call("T", a.node), a.shape[::-1], a.bound)
+            a = Term(call("T", a.node), a.shape[::-1], a.bound)
         k = a.shape[-1]
         b = self.term(depth)
         if len(b.shape) == 2 and b.shape[0] != k and b.shape[1] == k:
-            b = Term(Call("T", b.node), b.shape[::-1], b.bound)
+            b = Term(call("T", b.node), b.shape[::-1], b.bound)
         if not (1 <= len(b.shape) <= 2 and b.shape[0] == k):
             b = (
-                Term(Call("T", a.node), a.shape[::-1], a.bound)
+                Term(call("T", a.node), a.shape[::-1], a.bound)
                 if len(a.shape) == 2
                 else self.apply(self.pick(["cos", "sigmoid", "atan"]), a)
             )
@@ -400,7 +400,7 @@ class Generator:
         a = self.term(depth)
         if len(a.shape) != 2:
             return self._func(depth)
-        return Term(Call("T", a.node), a.shape[::-1], a.bound)
+        return Term(call("T", a.node), a.shape[::-1], a.bound)
 
 
 def text(node: Node) -> str:
@@ -527,21 +527,21 @@ REPEAT = st.sampled_from([1, 1, 1, 2, 3])
 # Points near overflow, cancellation and kinks: (template, where x is drawn from). A template
 # is a tree over x; the values mix these edge points with ordinary ones.
 EDGES: list[tuple[Node, list[float]]] = [
-    (Call("exp", Name("x")), [80.0, 88.0, 88.5, 89.0, 100.0, 11.0, -100.0]),
-    (Call("log", Binary("+", Num(1), Call("exp", Name("x")))), [15.0, 30.0, 89.0, 100.0, -100.0]),
-    (Binary("/", Binary("-", Call("exp", Name("x")), Num(1)), Name("x")), [1e-3, 1e-5, 1e-8]),
-    (Call("log", Binary("+", Num(1), Name("x"))), [1e-4, 1e-7, 1e-9, 1e-12]),
-    (Binary("-", Num(1), Call("cos", Name("x"))), [1e-2, 1e-4, 1e-6]),
-    (Binary("-", Call("sqrt", Binary("+", Name("x"), Num(1))), Call("sqrt", Name("x"))),
+    (call("exp", Name("x")), [80.0, 88.0, 88.5, 89.0, 100.0, 11.0, -100.0]),
+    (call("log", Binary("+", Num(1), call("exp", Name("x")))), [15.0, 30.0, 89.0, 100.0, -100.0]),
+    (Binary("/", Binary("-", call("exp", Name("x")), Num(1)), Name("x")), [1e-3, 1e-5, 1e-8]),
+    (call("log", Binary("+", Num(1), Name("x"))), [1e-4, 1e-7, 1e-9, 1e-12]),
+    (Binary("-", Num(1), call("cos", Name("x"))), [1e-2, 1e-4, 1e-6]),
+    (Binary("-", call("sqrt", Binary("+", Name("x"), Num(1))), call("sqrt", Name("x"))),
      [1e2, 1e4, 1e8, 1e12]),
-    (Binary("/", Num(1), Binary("+", Num(1), Call("exp", Unary("-", Name("x"))))),
+    (Binary("/", Num(1), Binary("+", Num(1), call("exp", Unary("-", Name("x"))))),
      [20.0, 40.0, -40.0, -100.0, 100.0]),
-    (Call("log", Call("sigmoid", Name("x"))), [-20.0, 20.0, 40.0, -90.0]),
-    (Call("abs", Binary("-", Name("x"), Num(1))), [1.0, 1.0000001, 0.9999999]),
-    (Call("relu", Binary("-", Name("x"), Num(0.5))), [0.5, 0.5000001, 0.4999999]),
+    (call("log", call("sigmoid", Name("x"))), [-20.0, 20.0, 40.0, -90.0]),
+    (call("abs", Binary("-", Name("x"), Num(1))), [1.0, 1.0000001, 0.9999999]),
+    (call("relu", Binary("-", Name("x"), Num(0.5))), [0.5, 0.5000001, 0.4999999]),
     (Binary("**", Name("x"), Num(10)), [1e3, 1e4, 1e-4, 7.0]),
-    (Call("cosh", Name("x")), [80.0, 89.0, 90.0, 12.0]),
-    (Call("sqrt", Binary("*", Name("x"), Name("x"))), [0.0, 1e-20, 3.0]),
+    (call("cosh", Name("x")), [80.0, 89.0, 90.0, 12.0]),
+    (call("sqrt", Binary("*", Name("x"), Name("x"))), [0.0, 1e-20, 3.0]),
 ]  # fmt: skip
 
 
@@ -558,7 +558,7 @@ def edge_cases() -> st.SearchStrategy[Case]:
         values = {"x": np.array(chosen, dtype=np.float64).reshape(shape)}
         tree: Node = template
         if draw(st.integers(0, 3)) == 0:
-            tree = Binary("*", template, Call(draw(st.sampled_from(["sin", "tanh"])), Name("x")))
+            tree = Binary("*", template, call(draw(st.sampled_from(["sin", "tanh"])), Name("x")))
         weights = spec = None
         if shape:
             weights = np.array(draw(st.lists(WEIGHT, min_size=size, max_size=size)))

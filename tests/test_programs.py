@@ -99,26 +99,33 @@ def test_last_assignment_names_the_output():
     ("program", "message", "code"),
     [
         (
-            "y = x + 1; y = y*2",
-            "Error: 'y' is assigned twice; steps are not reassigned, so give the second one a "
-            "new name (e.g. y2 = ...)\n",
-            "assigned_twice",
-        ),
-        (
             "z = y*2; y = x + 1; z",
-            "Error: 'y' is used in 'z = y*2' before it is assigned; put the steps in order (a "
-            "name that is also an input needs a new name, e.g. y2)\n",
-            "used_before_assigned",
+            "Error: step 'y' is never used; use it in a later step or remove it\n",
+            "step_unused",
         ),
         (
             "import os; x",
-            "Error: import statements cannot be used; a program is steps NAME = EXPR",
-            "statement_not_allowed",
+            "Error: 'import os' is not allowed: a cell may import torch, torch.nn.functional as "
+            "F, torch.nn as nn, numpy as np and math (nothing is imported)\n",
+            "import_not_allowed",
         ),
         (
             "y = x; y.__class__",
-            "Error: attribute access cannot be used in an expression",
-            "syntax_not_allowed",
+            "Error: 'y.__class__' cannot be used: .__class__ is not an attribute the language "
+            "knows; use .T, .data, .grad in print(...), or a method such as x.sum()\n",
+            "attribute_not_allowed",
+        ),
+        (
+            "x.exp_(); x",
+            "Error: 'x.exp_()' changes a tensor in place; the in-place operation a cell may use "
+            "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()\n",
+            "in_place",
+        ),
+        (
+            "print(x)",
+            "Error: the program computes nothing to differentiate; end it with an expression or "
+            "a step, e.g. out = (x**2).sum()\n",
+            "nothing_computed",
         ),
     ],
 )

@@ -484,19 +484,20 @@ def test_the_input_cap_is_exact_at_256_elements_and_numeric_beyond():
         (("sum(mean(x, -3))", "--x", "ones(2,2)"),
          "'mean(x, -3)': dim -3 is out of range for shape [2, 2] (use -2..1)"),
         (("sum(x, 1)", "--x", "2.0"),
-         "'sum(x, 1)': 'x' is a single number; its only dims are 0 and -1; write sum(x, 0)"),
+         "'sum(x, 1)': dim 1 is out of range for shape [] (use -1..0)"),
         (("sum(softmax(x))", "--x", "[1.0, 2.0]"),
-         "softmax() needs the dim to work along, e.g. softmax(x, 0)"),
+         "softmax() needs its argument 'dim', e.g. softmax(x, 0)"),
         (("logsumexp(x)", "--x", "[1.0, 2.0]"),
-         "logsumexp() needs the dim to work along, e.g. logsumexp(x, 0)"),
+         "logsumexp() needs its argument 'dim', e.g. logsumexp(x, 0)"),
         (("dot(A, A)", "--A", "ones(2,2)"),
          "dot(a, b) takes two 1-D tensors of the same length; 'dot(A, A)' has shapes [2, 2] "
          "and [2, 2] (use @ for matrices)"),
         (("dot(x, y)", "--x", "[1.0, 2.0]", "--y", "[1.0, 2.0, 3.0]"),
          "dot(a, b) takes two 1-D tensors of the same length; 'dot(x, y)' has shapes [2] and "
          "[3] (use @ for matrices)"),
-        (("sum(T(x))", "--x", "[1.0, 2.0]"), "T() transposes a matrix (2-D); 'x' has shape [2]"),
-        (("sum(x.T)", "--x", "[1.0, 2.0]"), "T() transposes a matrix (2-D); 'x' has shape [2]"),
+        (("sum(x.t())", "--x", "ones(2,2,2)"),
+         "'T(x)': T() and .t() transpose up to 2 dims; shape [2, 2, 2] has more; use "
+         "transpose(x, 0, 1) or permute(x, ...)"),
         (("sum(A @ x)", "--A", "ones(2,3)", "--x", "[1.0, 2.0]"),
          "'A@x': shapes [2, 3] @ [2] do not match (3 columns against 2 rows)"),
         (("sum(A @ B)", "--A", "ones(2,3)", "--B", "ones(2,3)"),
@@ -505,8 +506,8 @@ def test_the_input_cap_is_exact_at_256_elements_and_numeric_beyond():
          "'x@2': @ needs tensors of at least 1 dimension, not shapes [2] and []; use * to scale"),
         (("sum(y @ x)", "--x", "[1.0, 2.0]", "--y", "3"),
          "'y@x': @ needs tensors of at least 1 dimension, not shapes [] and [2]; use * to scale"),
-        (("norm(x, 0)", "--x", "[1.0]"), "norm() takes exactly one argument, e.g. norm(x)"),
-        (("dot(x)", "--x", "[1.0]"), "dot() takes two arguments, e.g. dot(a, b)"),
+        (("norm(x, 0)", "--x", "[1.0]"), "p of norm() must be one of 2, 'fro', not 0"),
+        (("dot(x)", "--x", "[1.0]"), "dot() needs its argument 'other', e.g. dot(x, y)"),
     ],
 )  # fmt: skip
 def test_bad_tensor_algebra_is_one_line_with_exit_2(args, message):

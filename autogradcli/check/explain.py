@@ -22,8 +22,8 @@ import torch
 from autogradcli.lang.analysis import is_full_reduction
 from autogradcli.lang.shapes import infer_shape
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Expression, Name, Node, Num, cut, operands
-from autogradcli.lang.vocabulary import CONSTANTS, FUNCTIONS
+from autogradcli.lang.tree import Binary, Call, Expression, Index, Name, Node, Num, cut, operands
+from autogradcli.lang.vocabulary import CONSTANTS, OPS
 from autogradcli.policy.compare import compare
 from autogradcli.reference import Model
 from autogradcli.reference.evaluate import precise_value
@@ -196,20 +196,27 @@ class _Node:
         from autogradcli.reference.components import ComponentModel
 
         node, session = self.owner.node, self.session
+        from autogradcli.reference import known
+
         names = [f"_{k}" for k in range(len(inputs))]
-        swapped = [Name(n) for n in names]
+        swapped: list[Node] = [
+            Name(n) if isinstance(v, torch.Tensor) else Num(v)
+            for n, v in zip(names, values, strict=True)
+        ]
         local: Node
         if isinstance(node, Binary):
             local = Binary(node.op, swapped[0], swapped[1])
+        elif isinstance(node, Index):
+            local = Index(swapped[0], node.items)
         else:
             assert isinstance(node, Call)
-            other = swapped[1] if node.other is not None else None
-            local = Call(node.func, swapped[0], node.dim, other)
+            local = Call(node.func, tuple(swapped), node.params)
         tensors = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
         shapes = {names[k]: tuple(values[k].shape) for k in tensors}
         numbers = {names[k]: self.model.value(inputs[k], session.seen) for k in tensors}
         piece = Expression(unparse(local), local, tuple(names[k] for k in tensors))
-        sub = ComponentModel(piece, shapes, session.bound.limits)
+        constants = known(piece, shapes, numbers)
+        sub = ComponentModel(piece, shapes, session.bound.limits, constants=constants)
         e = sub.evaluate(numbers, want, frozenset(names[k] for k in tensors))
         return {k: (e.grads[names[k]], e.kinks[names[k]]) for k in tensors}
 
@@ -218,7 +225,11 @@ def _is_structural(node: Node) -> bool:
     """Matrix products and tensor functions other than a full sum/mean."""
     if isinstance(node, Binary):
         return node.op == "@"
-    return isinstance(node, Call) and node.func not in FUNCTIONS and not is_full_reduction(node)
+    if isinstance(node, Index):
+        return True
+    if not isinstance(node, Call) or is_full_reduction(node):
+        return False
+    return OPS[node.func].kind not in ("elementwise", "constant", "detach")
 
 
 def _symbols(derivative: sp.Expr, inputs: list[Node]) -> list[tuple[sp.Symbol, Node]]:

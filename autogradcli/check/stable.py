@@ -11,12 +11,23 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Expression, Name, Node, Num, Step, Unary
+from autogradcli.lang.tree import (
+    Binary,
+    Call,
+    Expression,
+    Index,
+    Name,
+    Node,
+    Num,
+    Step,
+    Unary,
+    call,
+)
 
 
 def _call(node: Node, func: str) -> Node | None:
     """The argument of ``func(arg)``, or None."""
-    if isinstance(node, Call) and node.func == func and node.dim is None and node.other is None:
+    if isinstance(node, Call) and node.func == func and not node.params and len(node.args) == 1:
         return node.arg
     return None
 
@@ -35,7 +46,7 @@ def _softplus(node: Node) -> Node | None:
     inner = _call(node, "log")
     inner = None if inner is None else _one_plus(inner)
     u = None if inner is None else _call(inner, "exp")
-    return None if u is None else Call("softplus", u)
+    return None if u is None else call("softplus", u)
 
 
 def _logsigmoid(node: Node) -> Node | None:
@@ -44,25 +55,25 @@ def _logsigmoid(node: Node) -> Node | None:
         return None
     u = _call(inner, "sigmoid")
     if u is not None:
-        return Call("logsigmoid", u)
+        return call("logsigmoid", u)
     if isinstance(inner, Binary) and inner.op == "-" and isinstance(inner.left, Num):
         u = _call(inner.right, "sigmoid") if inner.left.value == 1 else None
         if u is not None:
-            return Call("logsigmoid", Unary("-", u))
+            return call("logsigmoid", Unary("-", u))
     return None
 
 
 def _log1p(node: Node) -> Node | None:
     inner = _call(node, "log")
     u = None if inner is None else _one_plus(inner)
-    return None if u is None else Call("log1p", u)
+    return None if u is None else call("log1p", u)
 
 
 def _expm1(node: Node) -> Node | None:
     if isinstance(node, Binary) and node.op == "-" and isinstance(node.right, Num):
         u = _call(node.left, "exp") if node.right.value == 1 else None
         if u is not None:
-            return Call("expm1", u)
+            return call("expm1", u)
     return None
 
 
@@ -71,7 +82,7 @@ def _sigmoid(node: Node) -> Node | None:
         inner = _one_plus(node.right) if node.left.value == 1 else None
         e = None if inner is None else _call(inner, "exp")
         if isinstance(e, Unary) and e.op == "-":
-            return Call("sigmoid", e.operand)
+            return call("sigmoid", e.operand)
     return None
 
 
@@ -91,8 +102,9 @@ def _rewrite(node: Node, done: list[tuple[str, str]]) -> Node:
     elif isinstance(node, Binary):
         node = Binary(node.op, _rewrite(node.left, done), _rewrite(node.right, done))
     elif isinstance(node, Call):
-        other = None if node.other is None else _rewrite(node.other, done)
-        node = Call(node.func, _rewrite(node.arg, done), node.dim, other)
+        node = Call(node.func, tuple(_rewrite(a, done) for a in node.args), node.params)
+    elif isinstance(node, Index):
+        node = Index(_rewrite(node.value, done), node.items)
     for rule in RULES:
         stable = rule(node)
         if stable is not None:

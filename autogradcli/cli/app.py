@@ -34,7 +34,7 @@ from autogradcli.cli.options import (
     with_settings,
 )
 from autogradcli.errors import AutogradCliError, ValueSpecError, VariableError
-from autogradcli.lang.vocabulary import FUNCTIONS
+from autogradcli.lang.vocabulary import elementwise_names, function_names
 from autogradcli.settings import Settings, parse_number
 
 DEFAULT = Settings()  # replaced by @with_settings with the one built from the options
@@ -179,11 +179,14 @@ GRAD_EPILOG = (
 ExpressionArg = Annotated[
     str,
     typer.Argument(
-        help="Expression in Python syntax: + - * / ** (or ^) @, "
-        + " ".join(FUNCTIONS)
-        + ", sum mean prod max min (x or x, dim), softmax log_softmax logsumexp (x, dim), "
-        "norm(x), dot(a, b), T(A) or A.T, constants pi e; or a program of steps separated "
-        'by ; or newlines, e.g. "y = x + 2; z = y*y*3; out = mean(z)".',
+        help="Expression in Python syntax: + - * / ** (or ^) @, comparisons, x[i], "
+        + " ".join(elementwise_names())
+        + "; "
+        + " ".join(n for n in function_names() if n not in elementwise_names())
+        + " (as PyTorch spells them too: x.sum(0), torch.sin(x), F.relu(x)); constants pi "
+        "e; or a program, a notebook cell: lines separated by ; or newlines, e.g. "
+        '"y = x + 2; z = y*y*3; out = mean(z)", with torch.tensor(...) values, backward() '
+        "calls and print(...). @FILE or - reads it from a file or standard input.",
         show_default=False,
     ),
 ]

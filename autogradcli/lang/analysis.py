@@ -12,6 +12,7 @@ from autogradcli.lang.tree import (
     Call,
     Expression,
     Fold,
+    Index,
     Name,
     Node,
     Num,
@@ -19,15 +20,10 @@ from autogradcli.lang.tree import (
     Unary,
     walk,
 )
-from autogradcli.lang.vocabulary import CONSTANTS, KINKED, REDUCTIONS, TENSOR_FUNCTIONS
+from autogradcli.lang.vocabulary import CONSTANTS, KINKED, OPS
 from autogradcli.settings import Limits
 
 MAX_INT_BITS = 1024  # integer constants stay below the float range
-
-# Tensor functions that sum (or compare) many numbers: each adds rounding steps.
-REDUCING = frozenset(
-    {"sum", "mean", "prod", "max", "min", "softmax", "log_softmax", "logsumexp", "norm", "dot"}
-)
 
 
 def constant_binary(op: str, left: NumberValue, right: NumberValue) -> NumberValue:
@@ -69,9 +65,10 @@ class _Constant(Fold[NumberValue | None]):
             return None
         return constant_binary(node.op, left, right)
 
-    def call(
-        self, node: Call, arg: NumberValue | None, other: NumberValue | None
-    ) -> NumberValue | None:
+    def call(self, node: Call, args: list[NumberValue | None]) -> NumberValue | None:
+        return None
+
+    def index(self, node: Index, value: NumberValue | None) -> NumberValue | None:
         return None
 
 
@@ -92,17 +89,47 @@ def check_constants(root: Node, limits: Limits) -> None:
 
 def is_full_reduction(node: Node) -> bool:
     """``sum(x)`` or ``mean(x)`` over all elements: what the elementwise model handles."""
-    return isinstance(node, Call) and node.func in REDUCTIONS and node.dim is None
+    return (
+        isinstance(node, Call)
+        and node.func in ("sum", "mean")
+        and node.dim is None
+        and not node.options.get("keepdim")
+    )
+
+
+class _Elementwise(Fold[bool]):
+    """Whether a subtree is elementwise but for full sums and means (losses through their
+    definitions): what the elementwise SymPy model can take."""
+
+    def num(self, node: Num) -> bool:
+        return True
+
+    def name(self, node: Name) -> bool:
+        return True
+
+    def unary(self, node: Unary, operand: bool) -> bool:
+        return operand
+
+    def binary(self, node: Binary, left: bool, right: bool) -> bool:
+        return left and right and node.op != "@"
+
+    def expansion(self, node: Call, placeholders: list[Name]) -> Node | None:
+        op = OPS[node.func]
+        return None if op.expand is None else op.expand(*placeholders, **node.options)
+
+    def call(self, node: Call, args: list[bool]) -> bool:
+        op = OPS[node.func]
+        fits = op.elementwise or op.kind == "detach" or is_full_reduction(node)
+        return fits and all(args)
+
+    def index(self, node: Index, value: bool) -> bool:
+        return False
 
 
 def is_elementwise(expression: Expression) -> bool:
     """Only elementwise operations and full sum/mean (no dims, products or matrix algebra)."""
-    return all(
-        not (isinstance(n, Binary) and n.op == "@")
-        and not (isinstance(n, Call) and n.func in TENSOR_FUNCTIONS and not is_full_reduction(n))
-        for root in expression.roots()
-        for n in walk(root)
-    )
+    fold = _Elementwise()
+    return all(fold(root) for root in expression.roots())
 
 
 def calls(expression: Expression) -> set[str]:
@@ -130,12 +157,37 @@ def rounding_steps(
         for node in walk(root):
             if isinstance(node, (Unary, Binary, Call)):
                 steps += 3
-            if isinstance(node, Call) and node.func in REDUCING:
+            if isinstance(node, Call) and OPS[node.func].reduces:
                 shape = infer_shape(node.arg, shapes, limits)
-                count = math.prod(shape) if node.dim is None or not shape else shape[node.dim]
+                dims = node.dim if isinstance(node.dim, tuple) else (node.dim,)
+                count = math.prod(shape)
+                if node.dim is not None and shape:
+                    count = math.prod(shape[d] for d in dims)
                 steps += reduction_steps(count)
             elif isinstance(node, Binary) and node.op == "@":
                 steps += reduction_steps(infer_shape(node.left, shapes, limits)[-1])
     out = math.prod(infer_shape(expression.root, shapes, limits))
     spread = max((out // max(math.prod(shapes[n]), 1) for n in expression.variables), default=1)
     return steps + reduction_steps(spread)
+
+
+def class_targets(expression: Expression, shapes: dict[str, tuple[int, ...]]) -> set[str]:
+    """Inputs used as class indices (the target of nll_loss, or of cross_entropy when it
+    has one dim fewer than the input): integers in PyTorch, so they take no gradient."""
+    found = set()
+    for root in expression.roots():
+        for node in walk(root):
+            if not isinstance(node, Call) or node.func not in ("cross_entropy", "nll_loss"):
+                continue
+            target = node.args[1]
+            if not isinstance(target, Name) or target.id not in expression.variables:
+                continue
+            if node.func == "nll_loss" or len(shapes[target.id]) < len(_shape(node.arg, shapes)):
+                found.add(target.id)
+    return found
+
+
+def _shape(node: Node, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+    from autogradcli.lang.shapes import infer_shape
+
+    return infer_shape(node, shapes, Limits())

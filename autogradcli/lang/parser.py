@@ -1,22 +1,44 @@
 """Parse expression text into a tree by walking Python's ``ast`` with a whitelist.
 
-Nothing here evaluates user text: ``ast.parse`` only builds a syntax tree, and every
-node kind that is not numbers, names, ``+ - * / **``, unary minus and calls of the
-vocabulary is refused. ``^`` means power. Constant arithmetic (``2**3``) is checked
-for size before anything computes it.
+Nothing here evaluates user text: ``ast.parse`` only builds a syntax tree, and each node
+kind is either turned into the tree's own (numbers, names, operators, comparisons,
+subscripts, calls of the vocabulary as PyTorch spells them) or refused with a line that
+says what to write instead. ``^`` means power. Constant arithmetic (``2**3``) is checked
+for size before anything computes it. Statements (a notebook cell) are in ``program.py``.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import unicodedata
+from collections.abc import Callable
+from typing import Any
 
 from autogradcli.errors import ExpressionError, LimitError
-from autogradcli.lang.analysis import check_constants
-from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Expression, Name, Node, Num, Step, Unary, walk_names
-from autogradcli.lang.vocabulary import CONSTANTS, FUNCTIONS, TENSOR_FUNCTIONS, function_names
+from autogradcli.lang.tree import (
+    COMPARISONS,
+    Binary,
+    Call,
+    Expression,
+    Index,
+    IndexItem,
+    Name,
+    Node,
+    Num,
+    Slice,
+    Unary,
+)
+from autogradcli.lang.vocabulary import (
+    BARE,
+    CONSTANTS,
+    OPS,
+    REQUIRED,
+    SPELLINGS,
+    Op,
+    function_names,
+)
 from autogradcli.settings import Limits
 
 BINARY_OPS: dict[type, str] = {
@@ -28,26 +50,85 @@ BINARY_OPS: dict[type, str] = {
     ast.MatMult: "@",
 }
 UNARY_OPS: dict[type, str] = {ast.USub: "-", ast.UAdd: "+"}
+COMPARE_OPS: dict[type, str] = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+}
+assert set(COMPARE_OPS.values()) == set(COMPARISONS)
 
 # Integer constants are kept below the float range so every side can represent them.
 MAX_INT_BITS = 1024
 
+# The namespaces code may call into, by the names a cell gives them (``import`` adds more).
+NAMESPACES: dict[str, str] = {
+    "torch": "torch",
+    "F": "F",
+    "nn": "nn",
+    "np": "np",
+    "numpy": "np",
+    "math": "math",
+}
+# Constructors of values (lifted into inputs of the program, see program.py).
+CONSTRUCTORS = frozenset(
+    {
+        "tensor",
+        "as_tensor",
+        "array",
+        "ones",
+        "zeros",
+        "full",
+        "eye",
+        "arange",
+        "linspace",
+        "rand",
+        "randn",
+        "reshape",
+    }
+)
+# Attributes a print(...) may read; they are not part of the computation.
+READABLE = ("grad", "requires_grad", "is_leaf", "grad_fn", "shape")
+# Names people reach for, and what this language calls them.
+SYNONYMS: dict[str, str] = {
+    "ln": "log",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "absolute": "abs",
+    "fabs": "abs",
+    "exponential": "exp",
+    "logistic": "sigmoid",
+    "expit": "sigmoid",
+    "swish": "silu",
+    "concat": "cat",
+    "concatenate": "cat",
+    "power": "pow",
+    "transpose2d": "T",
+    "clip": "clamp",
+    "softmax2d": "softmax",
+    "sqr": "square",
+    "relu6": "hardtanh",
+    "ce": "cross_entropy",
+    "bce": "binary_cross_entropy",
+    "mse": "mse_loss",
+}
+
 _REFUSED: dict[type, str] = {
-    ast.Attribute: "attribute access",
-    ast.Subscript: "subscripts",
     ast.Lambda: "lambda",
     ast.ListComp: "comprehensions",
     ast.SetComp: "comprehensions",
     ast.DictComp: "comprehensions",
     ast.GeneratorExp: "comprehensions",
-    ast.Compare: "comparisons",
     ast.BoolOp: "'and'/'or'",
     ast.IfExp: "conditional expressions",
     ast.List: "lists",
     ast.Tuple: "tuples",
     ast.Dict: "dicts",
     ast.Set: "sets",
-    ast.JoinedStr: "strings",
+    ast.JoinedStr: "f-strings",
     ast.NamedExpr: "assignments",
     ast.Starred: "starred arguments",
     ast.Await: "await",
@@ -56,63 +137,24 @@ _REFUSED: dict[type, str] = {
     ast.Slice: "slices",
 }
 
-_STATEMENTS: dict[type, str] = {
-    ast.AugAssign: "augmented assignments (+= and the like)",
-    ast.AnnAssign: "annotated assignments",
-    ast.Import: "import statements",
-    ast.ImportFrom: "import statements",
-    ast.FunctionDef: "function definitions",
-    ast.ClassDef: "class definitions",
-    ast.For: "loops",
-    ast.While: "loops",
-    ast.If: "if statements",
-    ast.With: "with statements",
-    ast.Delete: "del statements",
-}
-
 
 def allowed() -> str:
     """What an expression may contain, for error messages."""
-    return "numbers, variables, + - * / ** (or ^) @, parentheses and " + " ".join(function_names())
-
-
-def parse_expression(
-    text: str, limits: Limits | None = None, given: frozenset[str] = frozenset()
-) -> Expression:
-    """Parse an expression or a program of named steps.
-
-    ``given`` names that have values (so ``pi``/``e`` become variables).
-    """
-    limits = limits or Limits()
-    module = _module(text, limits)
-    steps: list[Step] = []
-    root: Node | None = None
-    for index, statement in enumerate(module.body):
-        last = index == len(module.body) - 1
-        if isinstance(statement, ast.Expr) and last:
-            root = _convert(statement.value, 0, limits)
-        elif isinstance(statement, ast.Assign):
-            steps.append(_assignment(statement, steps, limits))
-        else:
-            raise _statement_error(statement)
-    assigned = {s.name for s in steps}
-    if root is None:
-        root = Name(steps[-1].name)
-    for node in (*(s.node for s in steps), root):
-        check_constants(node, limits)
-    _check_order(steps, root)
-    names = [n for node in (*(s.node for s in steps), root) for n in walk_names(node)]
-    variables = tuple(
-        dict.fromkeys(n for n in names if n not in assigned and (n in given or n not in CONSTANTS))
+    return (
+        "numbers, variables, + - * / ** (or ^) @, comparisons, x[i], parentheses and the "
+        "functions (autograd-cli grad --help lists them)"
     )
-    if isinstance(root, Name) and root.id in assigned:
-        output = root.id
-    else:
-        output = _fresh("out", assigned | set(variables))
-    return Expression(text, root, variables, tuple(steps), output)
 
 
-def _module(text: str, limits: Limits) -> ast.Module:
+def nearest(name: str, known: list[str]) -> str | None:
+    """The known name closest to ``name`` (a synonym first), or None."""
+    if name in SYNONYMS and SYNONYMS[name] in known:
+        return SYNONYMS[name]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def module_of(text: str, limits: Limits) -> ast.Module:
     """Python's syntax tree of the text, after the checks that come before parsing."""
     if len(text) > limits.max_length:
         raise LimitError("expression_too_long", length=len(text), limit=limits.max_length)
@@ -122,7 +164,7 @@ def _module(text: str, limits: Limits) -> ast.Module:
         plain = unicodedata.normalize("NFKC", word)
         if plain != word:  # Python would silently read it as another name
             raise ExpressionError("name_normalized", word=word, plain=plain)
-    source = "\n".join(line.strip() for line in text.replace("^", "**").strip().splitlines())
+    source = _source(text)
     try:
         module = ast.parse(source, mode="exec")
     except SyntaxError as exc:
@@ -139,74 +181,398 @@ def _module(text: str, limits: Limits) -> ast.Module:
     return module
 
 
-def _assignment(statement: ast.Assign, steps: list[Step], limits: Limits) -> Step:
-    target = statement.targets[0]
-    if len(statement.targets) != 1 or not isinstance(target, ast.Name):
-        raise ExpressionError("bad_assignment", text=ast.unparse(statement).strip())
-    name = target.id
-    if name in FUNCTIONS or name in TENSOR_FUNCTIONS:
-        raise ExpressionError("assign_function", name=name)
-    if name in CONSTANTS:
-        raise ExpressionError("assign_constant", name=name)
-    if any(s.name == name for s in steps):
-        raise ExpressionError("assigned_twice", name=name)
-    return Step(name, _convert(statement.value, 0, limits))
+def _source(text: str) -> str:
+    """The text as Python reads it: ``^`` is power, and a program's lines lose the common
+    indentation (lines of a ``with`` block keep theirs)."""
+    lines = text.replace("^", "**").strip("\n").splitlines()
+    if len(lines) == 1 or not any(line.rstrip().endswith(":") for line in lines):
+        return "\n".join(line.strip() for line in lines)
+    import textwrap
+
+    return textwrap.dedent("\n".join(lines)).strip()
 
 
-def _statement_error(statement: ast.stmt) -> ExpressionError:
-    if isinstance(statement, ast.Expr):
-        return ExpressionError("unused_expression", text=ast.unparse(statement).strip())
-    what = _STATEMENTS.get(type(statement), f"'{type(statement).__name__.lower()}' statements")
-    return ExpressionError("statement_not_allowed", what=what)
+class Converter:
+    """Python expressions (``ast``) to the tree, through the vocabulary's spellings.
 
+    ``lift(call, text)`` turns a constructor (``torch.tensor([1., 2.])``) into a name of a
+    value the program defines; without it constructors are refused. ``readable`` allows
+    ``x.grad`` and the other attributes of ``READABLE`` (in print(...))."""
 
-def _check_order(steps: list[Step], root: Node) -> None:
-    """Every step is assigned before it is used, and every step is used."""
-    assigned_at = {s.name: i for i, s in enumerate(steps)}
-    used: set[str] = set()
-    for index, step in enumerate([*steps, Step("", root)]):
-        for name in walk_names(step.node):
-            if name in assigned_at and assigned_at[name] >= index:
-                where = f"'{step.name} = {unparse(step.node)}'" if step.name else "the output"
-                raise ExpressionError("used_before_assigned", name=name, where=where)
-            used.add(name)
-    if isinstance(root, Name) and root.id in assigned_at:
-        used.add(root.id)
-    for step in steps:
-        if step.name not in used:
-            raise ExpressionError("step_unused", name=step.name)
+    def __init__(
+        self,
+        limits: Limits,
+        namespaces: dict[str, str] | None = None,
+        lift: Callable[[ast.Call], Name] | None = None,
+        readable: bool = False,
+    ) -> None:
+        self.limits = limits
+        self.namespaces = dict(NAMESPACES if namespaces is None else namespaces)
+        self.lift = lift
+        self.readable = readable
 
+    def __call__(self, node: ast.AST, depth: int = 0) -> Node:
+        return self.convert(node, depth)
 
-def _fresh(name: str, taken: set[str]) -> str:
-    while name in taken:
-        name += "_"
-    return name
+    def convert(self, node: ast.AST, depth: int = 0) -> Node:
+        if depth > self.limits.max_depth:
+            raise LimitError("too_deep", limit=self.limits.max_depth)
+        if isinstance(node, ast.Constant):
+            return _constant(node.value)
+        if isinstance(node, ast.Name):
+            return self.name(node)
+        if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPS:
+            return Unary(UNARY_OPS[type(node.op)], self.convert(node.operand, depth + 1))
+        if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
+            return Binary(
+                BINARY_OPS[type(node.op)],
+                self.convert(node.left, depth + 1),
+                self.convert(node.right, depth + 1),
+            )
+        if isinstance(node, ast.Compare):
+            return self.compare(node, depth)
+        if isinstance(node, ast.Call):
+            return self.call(node, depth)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node, depth)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node, depth)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            symbol = ast.unparse(node).strip()
+            raise ExpressionError("operator_not_allowed", symbol=symbol, allowed=allowed())
+        what = _REFUSED.get(type(node), type(node).__name__)
+        raise ExpressionError("syntax_not_allowed", what=what, allowed=allowed())
 
+    # --- names, attributes, subscripts, comparisons ---------------------------------------
 
-def _convert(node: ast.AST, depth: int, limits: Limits) -> Node:
-    if depth > limits.max_depth:
-        raise LimitError("too_deep", limit=limits.max_depth)
-    if isinstance(node, ast.Constant):
-        return _constant(node.value)
-    if isinstance(node, ast.Name):
+    def name(self, node: ast.Name) -> Node:
+        if node.id in self.namespaces:
+            raise ExpressionError("namespace_alone", name=node.id)
         return Name(node.id)
-    if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPS:
-        return Unary(UNARY_OPS[type(node.op)], _convert(node.operand, depth + 1, limits))
-    if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
+
+    def path(self, node: ast.AST) -> str | None:
+        """``torch.nn.functional.relu`` as ``F.relu``, ``numpy.sin`` as ``np.sin``: the
+        spelling of a name in a known namespace, or None (a variable's attribute)."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.namespaces:
+            return None
+        text = ".".join([self.namespaces[node.id], *reversed(parts)])
+        for long, short in (("torch.nn.functional.", "F."), ("nn.functional.", "F.")):
+            if text.startswith(long):
+                text = short + text[len(long) :]
+        return text
+
+    def attribute(self, node: ast.Attribute, depth: int) -> Node:
+        spelled = self.path(node)
+        if spelled is not None:
+            if spelled.split(".")[-1] in CONSTANTS and spelled.split(".")[0] in (
+                "math",
+                "np",
+                "torch",
+            ):
+                return Name(spelled.split(".")[-1])
+            raise ExpressionError("namespace_value", text=spelled)
+        if node.attr == "T":
+            return Call("T", (self.convert(node.value, depth + 1),))
+        if node.attr == "data":
+            return Call("detach", (self.convert(node.value, depth + 1),))
+        if node.attr in ("values", "indices"):
+            return self.pair(node.value, node.attr == "values", depth, f".{node.attr}")
+        if node.attr in READABLE:
+            if self.readable and isinstance(node.value, ast.Name):
+                return Name(f"{node.value.id}.{node.attr}")
+            raise ExpressionError("readable_only", text=ast.unparse(node), attr=node.attr)
+        if node.attr in ("backward", "zero_", "requires_grad_"):
+            raise ExpressionError("statement_method", text=ast.unparse(node))
+        raise ExpressionError("attribute_not_allowed", text=ast.unparse(node), attr=node.attr)
+
+    def pair(self, node: ast.AST, values: bool, depth: int, how: str) -> Node:
+        """``torch.max(x, 1).values`` / ``[0]``: the values of a (values, indices) pair."""
+        found = self.call(node, depth + 1, pair=True) if isinstance(node, ast.Call) else None
+        if found is None or not _is_pair(found):
+            raise ExpressionError("not_a_pair", text=ast.unparse(node) + how)
+        if not values:
+            raise ExpressionError("indices_not_differentiable", text=ast.unparse(node) + how)
+        return found
+
+    def subscript(self, node: ast.Subscript, depth: int) -> Node:
+        picked = node.slice.value if isinstance(node.slice, ast.Constant) else None
+        if isinstance(node.value, ast.Call) and picked in (0, 1) and self._pair_call(node.value):
+            return self.pair(node.value, picked == 0, depth, f"[{picked}]")
+        value = self.convert(node.value, depth + 1)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return Index(value, tuple(self.item(i) for i in items))
+
+    def _pair_call(self, node: ast.Call) -> bool:
+        try:
+            return _is_pair(self.call(node, 1, pair=True))
+        except ExpressionError:
+            return False
+
+    def item(self, node: ast.AST) -> IndexItem:
+        if isinstance(node, ast.Slice):
+            parts = [
+                None if p is None else _integer(p, "a slice")
+                for p in (node.lower, node.upper, node.step)
+            ]
+            if parts[2] is not None and parts[2] <= 0:
+                raise ExpressionError("slice_step", step=parts[2])
+            return Slice(*parts)
+        if isinstance(node, ast.Constant) and node.value is Ellipsis:
+            return Ellipsis
+        if isinstance(node, ast.Constant) and node.value is None:
+            return None
+        if isinstance(node, ast.List):
+            return tuple(_integer(e, "an index") for e in node.elts)
+        return _integer(node, "an index")
+
+    def compare(self, node: ast.Compare, depth: int) -> Node:
+        if len(node.ops) != 1 or type(node.ops[0]) not in COMPARE_OPS:
+            raise ExpressionError("chained_comparison", text=ast.unparse(node))
         return Binary(
-            BINARY_OPS[type(node.op)],
-            _convert(node.left, depth + 1, limits),
-            _convert(node.right, depth + 1, limits),
+            COMPARE_OPS[type(node.ops[0])],
+            self.convert(node.left, depth + 1),
+            self.convert(node.comparators[0], depth + 1),
         )
-    if isinstance(node, ast.Call):
-        return _call(node, depth, limits)
-    if isinstance(node, ast.Attribute) and node.attr == "T":  # A.T, the one attribute allowed
-        return Call("T", _convert(node.value, depth + 1, limits))
-    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
-        symbol = ast.unparse(node).strip()
-        raise ExpressionError("operator_not_allowed", symbol=symbol, allowed=allowed())
-    what = _REFUSED.get(type(node), type(node).__name__)
-    raise ExpressionError("syntax_not_allowed", what=what, allowed=allowed())
+
+    # --- calls ---------------------------------------------------------------------------
+
+    def call(self, node: ast.Call, depth: int, pair: bool = False) -> Node:
+        receiver: ast.AST | None = None
+        spelled = self.path(node.func)
+        if spelled is None and isinstance(node.func, ast.Attribute):
+            receiver, spelled = node.func.value, f"Tensor.{node.func.attr}"
+        elif spelled is None and isinstance(node.func, ast.Name):
+            spelled = node.func.id
+        elif spelled is None:
+            raise ExpressionError("call_not_plain", text=ast.unparse(node.func))
+        short = spelled.split(".")[-1]
+        if receiver is None and short in CONSTRUCTORS and spelled not in SPELLINGS:
+            if self.lift is None:
+                raise ExpressionError("constructor_here", text=ast.unparse(node))
+            return self.lift(node)
+        op = SPELLINGS.get(spelled)
+        if op is None:
+            raise self.unknown(spelled, node)
+        args = [receiver, *node.args] if receiver is not None else list(node.args)
+        if any(isinstance(a, ast.Starred) for a in args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            raise ExpressionError("starred_call", name=op.name)
+        if op.name in ("max", "min"):
+            return self.extreme(op, spelled, args, node, depth, pair)
+        return self.bind(op, args, {k.arg: k.value for k in node.keywords if k.arg}, depth, node)
+
+    def extreme(
+        self, op: Op, spelled: str, args: list[Any], node: ast.Call, depth: int, pair: bool
+    ) -> Node:
+        """max/min: of all elements, along a dim, or of two tensors (PyTorch's maximum)."""
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        second = args[1] if len(args) > 1 else keywords.get("other")
+        if second is not None and not _is_int(second) and "dim" not in keywords:
+            if spelled == op.name:  # Python's max(x, y) of two tensors
+                raise ExpressionError("max_of_two", name=op.name)
+            pick = OPS["maximum" if op.name == "max" else "minimum"]
+            return self.bind(pick, args, keywords, depth, node)
+        found = self.bind(op, args, keywords, depth, node)
+        dim_given = isinstance(found, Call) and found.dim is not None
+        if dim_given and spelled != op.name and not pair:  # torch.max(x, 1): (values, indices)
+            raise ExpressionError("pair_result", text=ast.unparse(node), name=op.name)
+        return found
+
+    def unknown(self, spelled: str, node: ast.Call) -> ExpressionError:
+        short = spelled.split(".")[-1]
+        if "." not in spelled:
+            if short == "len":
+                return ExpressionError("len_here")
+            guess = nearest(short, sorted(BARE))
+            return ExpressionError("unknown_function", name=short, hint=_hint(guess))
+        prefix = spelled.rsplit(".", 1)[0]
+        what = f".{short}()" if prefix == "Tensor" else spelled
+        same = sorted(k.split(".")[-1] for k in SPELLINGS if k.startswith(prefix + "."))
+        if short.endswith("_") and short[:-1] in same:
+            return ExpressionError("in_place", text=ast.unparse(node))
+        guess = nearest(short, same)
+        if guess is not None:
+            guess = f"{prefix}.{guess}"
+        elif short in BARE:
+            guess = short
+        return ExpressionError("unknown_spelling", what=what, hint=_hint(guess))
+
+    def bind(
+        self, op: Op, args: list[ast.AST], keywords: dict[str, ast.AST], depth: int, node: ast.Call
+    ) -> Node:
+        """The call's arguments matched to the entry's tensors and parameters, as PyTorch
+        matches them (positions first, then names)."""
+        example = _example(op)
+        keywords = {("dim" if k == "axis" else k): v for k, v in keywords.items()}
+        tensors: dict[str, ast.AST] = {}
+        positional = list(args)
+        if op.sequence:
+            if not positional or not isinstance(positional[0], (ast.List, ast.Tuple)):
+                if op.tensors[0] not in keywords:
+                    raise ExpressionError("sequence_needed", name=op.name, example=example)
+                positional.insert(0, keywords.pop(op.tensors[0]))
+            items = positional.pop(0)
+            if not isinstance(items, (ast.List, ast.Tuple)) or not items.elts:
+                raise ExpressionError("sequence_needed", name=op.name, example=example)
+            nodes = [self.convert(e, depth + 1) for e in items.elts]
+        else:
+            for name in op.tensors:
+                if positional:
+                    tensors[name] = positional.pop(0)
+            for name in op.tensors:
+                if name in keywords:
+                    if name in tensors:
+                        raise ExpressionError("given_twice_arg", name=op.name, arg=name)
+                    tensors[name] = keywords.pop(name)
+            nodes = []
+            for name in op.tensors:
+                given = tensors.get(name)
+                if given is None or (isinstance(given, ast.Constant) and given.value is None):
+                    if name not in op.optional:
+                        raise ExpressionError(
+                            "argument_missing", name=op.name, arg=name, example=example
+                        )
+                    nodes.append(None)
+                else:
+                    nodes.append(self.convert(given, depth + 1))
+        params = self.params(op, positional, keywords, example)
+        if op.build is not None:
+            return _built(op, nodes, params)
+        if op.sequence:
+            return Call(op.name, tuple(n for n in nodes if n is not None), _params(op, params))
+        present = tuple(n for n in nodes if n is not None)
+        given: tuple[tuple[str, Any], ...] = ()
+        if op.optional:  # which of the optional tensors are there (clamp(x, max=1))
+            names = tuple(t for t, n in zip(op.tensors, nodes, strict=True) if n is not None)
+            given = (("given", names),)
+        return Call(op.name, present, _params(op, params) + given)
+
+    def params(
+        self, op: Op, positional: list[ast.AST], keywords: dict[str, ast.AST], example: str
+    ) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        if op.varargs and positional:
+            if len(positional) == 1 and isinstance(positional[0], (ast.Tuple, ast.List)):
+                values[op.varargs] = _ints(positional[0], op.varargs)
+            else:
+                values[op.varargs] = tuple(_integer(p, op.varargs) for p in positional)
+            positional = []
+        for param in op.params:
+            if positional and param.name not in values:
+                values[param.name] = _param_value(param, positional.pop(0), op)
+        if positional:
+            raise ExpressionError("too_many_arguments", name=op.name, example=example)
+        for key, node in keywords.items():
+            param = op.param(key)
+            if param is None:
+                known = ", ".join([*op.tensors, *(p.name for p in op.params)])
+                raise ExpressionError("unknown_keyword", name=op.name, keyword=key, known=known)
+            if key in values:
+                raise ExpressionError("given_twice_arg", name=op.name, arg=key)
+            values[key] = _param_value(param, node, op)
+        for param in op.params:
+            if param.name not in values and param.default is REQUIRED:
+                raise ExpressionError(
+                    "argument_missing", name=op.name, arg=param.name, example=example
+                )
+        return values
+
+
+def _is_pair(node: Node) -> bool:
+    return isinstance(node, Call) and node.func in ("max", "min") and node.dim is not None
+
+
+def _is_int(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _params(op: Op, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The parameters that differ from their defaults, in the entry's order."""
+    return tuple(
+        (p.name, given[p.name]) for p in op.params if p.name in given and given[p.name] != p.default
+    )
+
+
+def _built(op: Op, nodes: list[Node | None], params: dict[str, Any]) -> Node:
+    """A spelling of operators (x.pow(2), torch.add(a, b, alpha=2))."""
+    present = [n for n in nodes if n is not None]
+    assert op.build is not None
+    return op.build(*present, **params)
+
+
+def _example(op: Op) -> str:
+    tensors = ["[a, b]"] if op.sequence else ["x", "y", "z"][: len(op.tensors) - len(op.optional)]
+    needed = [p for p in op.params if p.default is REQUIRED]
+    shown = [*tensors, *(_sample(p) for p in needed)]
+    return f"{op.name}({', '.join(shown)})"
+
+
+def _sample(param: Any) -> str:
+    return {"int": "0", "dims": "0", "ints": "(2, 3)", "float": "1.0", "bool": "True"}.get(
+        param.kind, repr(param.choices[0]) if param.choices else "..."
+    )
+
+
+def _hint(guess: str | None) -> str:
+    return f"; did you mean {guess}?" if guess else ""
+
+
+def _integer(node: ast.AST, what: str) -> int:
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign, node = (-1 if isinstance(node.op, ast.USub) else 1), node.operand
+    if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 2**31:
+        return sign * node.value
+    raise ExpressionError("bad_integer", what=what, text=ast.unparse(node))
+
+
+def _ints(node: ast.AST, what: str) -> tuple[int, ...]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_integer(e, what) for e in node.elts)
+    return (_integer(node, what),)
+
+
+def _number(node: ast.AST, what: str) -> float:
+    sign = 1.0
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign, node = (-1.0 if isinstance(node.op, ast.USub) else 1.0), node.operand
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return sign * float(node.value)
+    raise ExpressionError("bad_number_argument", what=what, text=ast.unparse(node))
+
+
+def _param_value(param: Any, node: ast.AST, op: Op) -> Any:
+    """A parameter's value as written: integers, numbers, True/False or a word."""
+    if param.kind == "int":
+        return _integer(node, f"{param.name} of {op.name}()")
+    if param.kind == "dims":
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return _ints(node, f"{param.name} of {op.name}()")
+        return _integer(node, f"{param.name} of {op.name}()")
+    if param.kind == "ints":
+        return _ints(node, f"{param.name} of {op.name}()")
+    if param.kind == "float":
+        return _number(node, f"{param.name} of {op.name}()")
+    if param.kind == "bool":
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            return node.value
+        raise ExpressionError("bad_flag", name=op.name, param=param.name, text=ast.unparse(node))
+    value: Any = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value not in param.choices:
+        choices = ", ".join(repr(c) for c in param.choices)
+        raise ExpressionError(
+            "bad_choice", name=op.name, param=param.name, text=ast.unparse(node), choices=choices
+        )
+    return value
 
 
 def _constant(value: object) -> Num:
@@ -223,47 +589,16 @@ def _constant(value: object) -> Num:
     return Num(value)
 
 
-def _call(node: ast.Call, depth: int, limits: Limits) -> Call:
-    functions = " ".join(function_names())
-    if not isinstance(node.func, ast.Name):
-        raise ExpressionError("call_not_plain", text=ast.unparse(node.func), functions=functions)
-    name = node.func.id
-    if name not in FUNCTIONS and name not in TENSOR_FUNCTIONS:
-        raise ExpressionError("unknown_function", name=name, functions=functions)
-    if name in FUNCTIONS or TENSOR_FUNCTIONS[name].dim == "none":
-        tensors = TENSOR_FUNCTIONS[name].arity if name in TENSOR_FUNCTIONS else 1
-        example = f"{name}(a, b)" if tensors == 2 else f"{name}(x)"
-        if node.keywords or len(node.args) != tensors or _starred(node.args):
-            count = "two arguments" if tensors == 2 else "exactly one argument"
-            raise ExpressionError("wrong_arguments", name=name, count=count, example=example)
-        args = [_convert(a, depth + 1, limits) for a in node.args]
-        return Call(name, args[0], other=args[1] if tensors == 2 else None)
-    rule = TENSOR_FUNCTIONS[name].dim
-    example = f"{name}(x, 0)" if rule == "required" else f"{name}(x) or {name}(x, 0)"
-    dims = [*node.args[1:], *(k.value for k in node.keywords if k.arg == "dim")]
-    wrong_keyword = any(k.arg != "dim" for k in node.keywords)
-    if not node.args or len(node.args) > 2 or len(dims) > 1 or wrong_keyword or _starred(node.args):
-        raise ExpressionError("tensor_and_dim", name=name, example=example)
-    if rule == "required" and not dims:
-        raise ExpressionError("dim_needed", name=name, example=example)
-    dim = _dim(dims[0], name) if dims else None
-    return Call(name, _convert(node.args[0], depth + 1, limits), dim=dim)
+def parse_expression(
+    text: str, limits: Limits | None = None, given: frozenset[str] = frozenset()
+) -> Expression:
+    """Parse an expression, a program of named steps, or a notebook cell (program.py).
+
+    ``given`` names that have values (so ``pi``/``e`` become variables).
+    """
+    from autogradcli.lang.program import parse_program
+
+    return parse_program(text, limits or Limits(), given)
 
 
-def _starred(args: list[ast.expr]) -> bool:
-    return any(isinstance(a, ast.Starred) for a in args)
-
-
-def _dim(node: ast.expr, name: str) -> int:
-    """A dim argument: an integer written as such (``1``, ``-1``)."""
-    sign = 1
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        sign, node = (-1 if isinstance(node.op, ast.USub) else 1), node.operand
-    if (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int)
-        and not isinstance(node.value, bool)
-        and node.value < 64
-    ):
-        return sign * node.value
-    raise ExpressionError("bad_dim", name=name, text=ast.unparse(node))
+__all__ = ["Converter", "allowed", "function_names", "module_of", "nearest", "parse_expression"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 from autogradcli.errors import LimitError, ShapeError
+from autogradcli.lang import vocabulary
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Expression, Fold, Name, Node, Num, Unary
-from autogradcli.lang.vocabulary import FUNCTIONS, TENSOR_FUNCTIONS
+from autogradcli.lang.tree import Binary, Call, Expression, Fold, Index, Name, Node, Num, Unary
+from autogradcli.lang.vocabulary import OPS
 from autogradcli.settings import Limits
 
 Shape = tuple[int, ...]
@@ -15,16 +16,10 @@ Shape = tuple[int, ...]
 
 def broadcast(left: Shape, right: Shape, where: str) -> Shape:
     """PyTorch's (and NumPy's) broadcasting rule, with an error that shows both shapes."""
-    result = []
-    for a, b in zip(
-        reversed((1,) * (len(right) - len(left)) + left),
-        reversed((1,) * (len(left) - len(right)) + right),
-        strict=True,
-    ):
-        if a != b and a != 1 and b != 1:
-            raise ShapeError("no_broadcast", left=list(left), right=list(right), where=where)
-        result.append(b if a == 1 else a)
-    return tuple(reversed(result))
+    try:
+        return vocabulary.broadcast(left, right)
+    except ShapeError as exc:
+        raise ShapeError(exc.code, **{**exc.data, "where": where}) from None
 
 
 def matmul_shape(left: Shape, right: Shape, where: str) -> Shape:
@@ -47,42 +42,26 @@ def matmul_shape(left: Shape, right: Shape, where: str) -> Shape:
     return tuple(shape)
 
 
-def tensor_function_shape(node: Call, shape: Shape, other: Shape | None) -> Shape:
-    """The shape of a tensor function's result (sum, softmax, dot, T, ...)."""
-    where = unparse(node)
-    if node.func == "T":
-        if len(shape) != 2:
-            raise ShapeError("transpose_not_2d", arg=unparse(node.arg), shape=list(shape))
-        return (shape[1], shape[0])
-    if node.func == "dot":
-        if len(shape) != 1 or other is None or shape != other:
-            raise ShapeError("dot_shapes", where=where, left=list(shape), right=list(other or ()))
-        return ()
-    if node.dim is None:
-        return () if TENSOR_FUNCTIONS[node.func].dim != "required" else shape
-    if not shape:  # PyTorch takes dim 0 or -1 of a single number as its one element
-        if node.dim not in (0, -1):
-            raise ShapeError("dim_of_number", where=where, arg=unparse(node.arg), func=node.func)
-        return ()
-    if not -len(shape) <= node.dim < len(shape):
-        raise ShapeError(
-            "dim_out_of_range",
-            where=where,
-            dim=node.dim,
-            shape=list(shape),
-            low=-len(shape),
-            high=len(shape) - 1,
-        )
-    if node.func in ("softmax", "log_softmax"):
-        return shape
-    axis = node.dim % len(shape)
-    return shape[:axis] + shape[axis + 1 :]
+def call_shape(node: Call, shapes: list[Shape]) -> Shape:
+    """The shape of an operation's result, by its entry's rule (default: broadcast)."""
+    op = OPS[node.func]
+    try:
+        if op.shape is None:
+            return vocabulary.broadcast_all(shapes)
+        options = {k: v for k, v in node.options.items() if k != "given"}
+        return op.shape(shapes, **options)
+    except ShapeError as exc:
+        data = dict(exc.data)
+        if data.get("shape", 0) is None:  # a dim out of range: the argument's shape
+            data["shape"] = list(shapes[0])
+        raise ShapeError(exc.code, **{**data, "where": unparse(node), "func": node.func}) from None
 
 
 class _Shapes(Fold[Shape]):
     """The shape every subtree will have; an operation past ``max_elements`` is refused."""
 
     def __init__(self, shapes: dict[str, Shape], limits: Limits) -> None:
+        super().__init__()
         self.shapes, self.limits = shapes, limits
 
     def num(self, node: Num) -> Shape:
@@ -99,19 +78,29 @@ class _Shapes(Fold[Shape]):
         shape = (
             matmul_shape(left, right, where) if node.op == "@" else broadcast(left, right, where)
         )
+        return self.sized(node, shape)
+
+    def call(self, node: Call, args: list[Shape]) -> Shape:
+        return self.sized(node, call_shape(node, args))
+
+    def index(self, node: Index, value: Shape) -> Shape:
+        try:
+            return vocabulary.index_shape(value, node.python())
+        except ShapeError as exc:
+            raise ShapeError(exc.code, **{**exc.data, "where": unparse(node)}) from None
+
+    def sized(self, node: Node, shape: Shape) -> Shape:
+        """``shape``, unless it has more elements than the limit allows."""
         size = math.prod(shape)
         if size > self.limits.max_elements:
             raise LimitError(
                 "operation_too_large",
-                where=where,
+                where=unparse(node),
                 size=size,
                 shape=list(shape),
                 limit=self.limits.max_elements,
             )
         return shape
-
-    def call(self, node: Call, arg: Shape, other: Shape | None) -> Shape:
-        return arg if node.func in FUNCTIONS else tensor_function_shape(node, arg, other)
 
 
 def infer_shape(node: Node, shapes: dict[str, Shape], limits: Limits) -> Shape:

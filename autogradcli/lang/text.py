@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from autogradcli.lang.tree import Binary, Call, Fold, Name, Node, Num, Unary
+from typing import Any
 
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "**": 4}
+from autogradcli.lang.tree import (
+    COMPARISONS,
+    Binary,
+    Call,
+    Fold,
+    Index,
+    Name,
+    Node,
+    Num,
+    Slice,
+    Unary,
+)
+
+_PRECEDENCE = {**dict.fromkeys(COMPARISONS, 0), "+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "**": 4}
 
 
 def _needs_parens(child: Node, parent: int, right_side: bool) -> bool:
@@ -14,6 +27,23 @@ def _needs_parens(child: Node, parent: int, right_side: bool) -> bool:
         return isinstance(child, Num) and child.value < 0
     mine = _PRECEDENCE[child.op]
     return mine < parent or (mine == parent and right_side)
+
+
+def _param(value: Any) -> str:
+    return repr(value) if isinstance(value, (str, tuple)) else str(value)
+
+
+def _item(item: Any) -> str:
+    if isinstance(item, Slice):
+        text = (
+            f"{'' if item.start is None else item.start}:{'' if item.stop is None else item.stop}"
+        )
+        return text + ("" if item.step is None else f":{item.step}")
+    if item is Ellipsis:
+        return "..."
+    if isinstance(item, tuple):
+        return f"[{', '.join(map(str, item))}]"
+    return str(item)
 
 
 class _Text(Fold[str]):
@@ -34,12 +64,29 @@ class _Text(Fold[str]):
             left = f"({left})"
         if _needs_parens(node.right, mine, right_side=node.op != "**"):
             right = f"({right})"
-        return f"{left} {node.op} {right}" if mine == 1 else f"{left}{node.op}{right}"
+        return f"{left} {node.op} {right}" if mine <= 1 else f"{left}{node.op}{right}"
 
-    def call(self, node: Call, arg: str, other: str | None) -> str:
-        args = [arg, *([] if other is None else [other])]
-        args += [] if node.dim is None else [str(node.dim)]
-        return f"{node.func}({', '.join(args)})"
+    def call(self, node: Call, args: list[str]) -> str:
+        from autogradcli.lang.vocabulary import OPS
+
+        op = OPS.get(node.func)
+        shown = [f"[{', '.join(args)}]"] if op is not None and op.sequence else list(args)
+        given = node.options
+        positional = True  # leading dims stay positional, as in sum(x, 0) or transpose(x, 0, 1)
+        for param in op.params if op is not None else ():
+            if param.name not in given:
+                positional = False
+                continue
+            value = _param(given[param.name])
+            positional = positional and param.kind in ("int", "dims", "ints")
+            shown.append(value if positional else f"{param.name}={value}")
+        return f"{node.func}({', '.join(shown)})"
+
+    def index(self, node: Index, value: str) -> str:
+        inner = node.value
+        wrapped = isinstance(inner, (Binary, Unary)) or (isinstance(inner, Num) and inner.value < 0)
+        base = f"({value})" if wrapped else value
+        return f"{base}[{', '.join(_item(i) for i in node.items)}]"
 
 
 _TEXT = _Text()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from types import EllipsisType
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -39,17 +40,83 @@ class Binary:
     right: Node
 
 
+Param = tuple[str, Any]
+
+
 @dataclass(frozen=True)
 class Call:
+    """An operation of the vocabulary: its tensor arguments (numbers are ``Num``) and its
+    other arguments by PyTorch's names (``dim``, ``keepdim``, ``reduction``, ...)."""
+
     func: str
-    arg: Node
-    dim: int | None = None  # sum(x, 0), softmax(x, 1): PyTorch's dim argument
-    other: Node | None = None  # the second tensor of dot(a, b)
+    args: tuple[Node, ...]
+    params: tuple[Param, ...] = ()
+
+    @property
+    def arg(self) -> Node:
+        return self.args[0]
+
+    @property
+    def other(self) -> Node | None:
+        return self.args[1] if len(self.args) > 1 else None
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def dim(self) -> Any:
+        return self.options.get("dim")
 
 
-Node = Num | Name | Unary | Binary | Call
+def call(func: str, *args: Node, **params: Any) -> Call:
+    """``Call(func, args, params)`` with the parameters given by name (None ones left out)."""
+    return Call(func, args, tuple((k, v) for k, v in params.items() if v is not None))
+
+
+@dataclass(frozen=True)
+class Slice:
+    """``start:stop:step`` of a subscript, each an integer or None."""
+
+    start: int | None = None
+    stop: int | None = None
+    step: int | None = None
+
+    def python(self) -> slice:
+        return slice(self.start, self.stop, self.step)
+
+
+# One item of a subscript: an integer, a slice, ``...``, ``None`` (a new axis of size 1),
+# or a tuple of integers (picking those positions along the axis).
+IndexItem = int | Slice | EllipsisType | None | tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Index:
+    """``value[items]``: PyTorch's basic indexing (and integer lists), items known as written."""
+
+    value: Node
+    items: tuple[IndexItem, ...]
+
+    def python(self) -> tuple[Any, ...]:
+        """The items as Python's subscript (a tuple) for NumPy and torch."""
+        return tuple(
+            i.python() if isinstance(i, Slice) else list(i) if isinstance(i, tuple) else i
+            for i in self.items
+        )
+
+
+Node = Num | Name | Unary | Binary | Call | Index
 NumberValue = int | float
 
+COMPARISONS: dict[str, Callable[[object, object], object]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
 # Python's own operators: the torch side applies exactly these, as a typed line would.
 PY_BINARY: dict[str, Callable[[object, object], object]] = {
     "+": operator.add,
@@ -58,6 +125,7 @@ PY_BINARY: dict[str, Callable[[object, object], object]] = {
     "/": operator.truediv,
     "**": operator.pow,
     "@": operator.matmul,
+    **COMPARISONS,
 }
 PY_UNARY: dict[str, Callable[[object], object]] = {"-": operator.neg, "+": operator.pos}
 
@@ -71,28 +139,87 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Expression:
-    """A parsed expression or program.
+class Leaf:
+    """A value the program defines, ``x = torch.tensor([2., 3.], requires_grad=True)``:
+    ``source`` is the constructor as written (read by ``values.py``, nothing is run)."""
 
-    ``steps`` are the program's assignments in order (none for a plain expression);
-    ``root`` is the output: the final expression, or ``Name`` of the last assignment.
-    ``variables`` are the free names (the inputs) in order of appearance; ``output`` is
-    the name the output tensor is shown under.
-    """
+    name: str
+    source: str
+    requires_grad: bool = False
+
+
+@dataclass(frozen=True)
+class Backward:
+    """``target.backward(gradient, retain_graph=...)`` as a line of the program."""
+
+    target: Node
+    gradient: Node | None = None
+    retain_graph: bool = False
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Reset:
+    """``x.grad.zero_()`` (``to="zero"``) or ``x.grad = None`` (``to="none"``)."""
+
+    name: str
+    to: str
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Show:
+    """``print(...)`` or a bare line of a cell: values shown at that point (text shown as is)."""
+
+    items: tuple[Node | str, ...]
+    text: str = ""
+
+
+Statement = Step | Leaf | Backward | Reset | Show
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed expression, program or notebook cell.
+
+    ``steps`` are the program's assignments in order (none for a plain expression; a name
+    assigned again gets a new step, ``y_2``); ``root`` is the output: the final expression,
+    or ``Name`` of the last assignment. ``variables`` are the inputs: the values the
+    program defines (``leaves``) and the free names, in order of appearance; ``output`` is
+    the name the output tensor is shown under. A cell's lines, backward() calls and
+    print(...)s included, are ``statements`` in order; ``names`` maps a step's name to the
+    name it was written with."""
 
     text: str
     root: Node
     variables: tuple[str, ...] = field(default=())
     steps: tuple[Step, ...] = field(default=())
     output: str = "out"
+    leaves: tuple[Leaf, ...] = field(default=())
+    statements: tuple[Statement, ...] = field(default=())
+    names: tuple[tuple[str, str], ...] = field(default=())
+    seed: int | None = None
 
     def step(self, name: str) -> Step | None:
         """The step that assigns ``name``, if any."""
         return next((s for s in self.steps if s.name == name), None)
 
+    def leaf(self, name: str) -> Leaf | None:
+        """The value the program defines under ``name``, if any."""
+        return next((v for v in self.leaves if v.name == name), None)
+
     def roots(self) -> tuple[Node, ...]:
         """Every step's tree, then the output's."""
         return (*(s.node for s in self.steps), self.root)
+
+    @property
+    def is_cell(self) -> bool:
+        """Whether the program calls backward() itself (and so says what to run)."""
+        return any(isinstance(s, Backward) for s in self.statements)
+
+    def shown(self, name: str) -> str:
+        """The name a step was written with (``y`` for ``y_2``)."""
+        return dict(self.names).get(name, name)
 
 
 def operands(node: Node) -> list[Node]:
@@ -102,7 +229,9 @@ def operands(node: Node) -> list[Node]:
     if isinstance(node, Unary):
         return [node.operand]
     if isinstance(node, Call):
-        return [node.arg] if node.other is None else [node.arg, node.other]
+        return list(node.args)
+    if isinstance(node, Index):
+        return [node.value]
     return []
 
 
@@ -126,7 +255,15 @@ def direct_inputs(node: Node) -> list[str]:
 
 
 class Fold(Generic[T]):
-    """One walk over the tree, bottom up: subclasses say what each node kind becomes."""
+    """One walk over the tree, bottom up: subclasses say what each node kind becomes.
+
+    An operation the vocabulary defines through others (a loss through means and logs) is
+    folded as its definition when ``expansion`` gives one (the reference side does; torch
+    runs the real function): the definition's placeholders ``#0``, ``#1``, ... stand for
+    the values the operation's arguments already have."""
+
+    def __init__(self) -> None:
+        self._bound: dict[str, T] = {}
 
     def __call__(self, node: Node) -> T:
         return self.visit(node)
@@ -135,7 +272,8 @@ class Fold(Generic[T]):
         if isinstance(node, Num):
             return self.num(node)
         if isinstance(node, Name):
-            return self.name(node)
+            bound = getattr(self, "_bound", None)
+            return bound[node.id] if bound and node.id in bound else self.name(node)
         return self.apply(node, [self.visit(child) for child in operands(node)])
 
     def apply(self, node: Node, values: list[T]) -> T:
@@ -145,8 +283,28 @@ class Fold(Generic[T]):
         if isinstance(node, Binary):
             return self.binary(node, values[0], values[1])
         if isinstance(node, Call):
-            return self.call(node, values[0], values[1] if len(values) > 1 else None)
+            definition = self.expansion(node, [Name(f"#{k}") for k in range(len(values))])
+            if definition is None:
+                return self.call(node, values)
+            return self.within(
+                definition, dict(zip((f"#{k}" for k in range(len(values))), values, strict=True))
+            )
+        if isinstance(node, Index):
+            return self.index(node, values[0])
         raise TypeError(f"not an operation: {node!r}")
+
+    def within(self, node: Node, bound: dict[str, T]) -> T:
+        """Fold ``node`` with some names standing for values already folded."""
+        saved = getattr(self, "_bound", {})
+        self._bound = {**saved, **bound}
+        try:
+            return self.visit(node)
+        finally:
+            self._bound = saved
+
+    def expansion(self, node: Call, placeholders: list[Name]) -> Node | None:
+        """The operation's definition through others, or None to fold it as itself."""
+        return None
 
     def num(self, node: Num) -> T:
         raise NotImplementedError
@@ -160,7 +318,10 @@ class Fold(Generic[T]):
     def binary(self, node: Binary, left: T, right: T) -> T:
         raise NotImplementedError
 
-    def call(self, node: Call, arg: T, other: T | None) -> T:
+    def call(self, node: Call, args: list[T]) -> T:
+        raise NotImplementedError
+
+    def index(self, node: Index, value: T) -> T:
         raise NotImplementedError
 
 
@@ -180,9 +341,11 @@ class Rebuild(Fold[Node]):
     def binary(self, node: Binary, left: Node, right: Node) -> Node:
         return self.rebuilt(node, Binary(node.op, left, right), [left, right])
 
-    def call(self, node: Call, arg: Node, other: Node | None) -> Node:
-        new = Call(node.func, arg, node.dim, other)
-        return self.rebuilt(node, new, [arg] if other is None else [arg, other])
+    def call(self, node: Call, args: list[Node]) -> Node:
+        return self.rebuilt(node, Call(node.func, tuple(args), node.params), args)
+
+    def index(self, node: Index, value: Node) -> Node:
+        return self.rebuilt(node, Index(value, node.items), [value])
 
     def rebuilt(self, old: Node, new: Node, children: list[Node]) -> Node:
         same = all(a is b for a, b in zip(children, operands(old), strict=True))
@@ -204,6 +367,7 @@ class Rebuild(Fold[Node]):
 
 class _Cut(Rebuild):
     def __init__(self, target: Node, name: str) -> None:
+        super().__init__()
         self.target, self.new_name = target, name
 
     def visit(self, node: Node) -> Node:

@@ -12,7 +12,8 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,46 @@ import numpy as np
 from autogradcli.errors import LimitError, ValueSpecError
 from autogradcli.settings import Limits
 
-CONSTRUCTORS = ("ones", "zeros", "full", "arange", "linspace", "reshape", "rand", "randn")
+CONSTRUCTORS = (
+    "ones",
+    "zeros",
+    "full",
+    "arange",
+    "linspace",
+    "reshape",
+    "rand",
+    "randn",
+    "eye",
+    "tensor",
+)
+# PyTorch's and NumPy's names for the constructors above.
+SPELLED = {"as_tensor": "tensor", "array": "tensor", "asarray": "tensor"}
+PREFIXES = ("torch.", "np.", "numpy.")
+# dtype= as PyTorch and NumPy write it: the tool's dtype names, or "integer".
+DTYPES = {
+    "float32": "float32",
+    "float": "float32",
+    "float64": "float64",
+    "double": "float64",
+    "float16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    **dict.fromkeys(
+        ("int", "int8", "int16", "int32", "int64", "long", "short", "uint8"), "integer"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Constructed:
+    """A value a program defines, and what its constructor says of its dtype: ``dtype``
+    as written (``float64``...), and whether PyTorch would make it an integer tensor."""
+
+    array: np.ndarray
+    dtype: str | None = None
+    integer: bool = False
+
+
 FILE_TYPES = (".npy", ".pt", ".csv", ".json")
 
 
@@ -92,11 +132,22 @@ def check_elements(shape: tuple[int, ...], limits: Limits) -> None:
 
 
 class _Reader:
-    """Walks the ``ast`` of a value: numbers, lists and the constructors, nothing else."""
+    """Walks the ``ast`` of a value: numbers, lists and the constructors, nothing else
+    (PyTorch's spellings included: ``torch.tensor([1., 2.])``, ``torch.ones((2, 2))``,
+    ``torch.eye(4, 5)``, ``torch.arange(4.0)``, ``len(y)`` of a value of the program)."""
 
-    def __init__(self, limits: Limits, random: RandomSource | None) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        random: RandomSource | None,
+        shapes: Mapping[str, tuple[int, ...]] | None = None,
+    ) -> None:
         self.limits = limits
         self.random = random
+        self.shapes = shapes or {}
+        self.dtype: str | None = None
+        self.integral = False
+        self.sized = False  # a shape written as a tuple: () is a single number
 
     def value(self, node: ast.AST) -> np.ndarray:
         if isinstance(node, ast.Call):
@@ -120,7 +171,19 @@ class _Reader:
                 raise LimitError("number_too_large", value=str(node.value)) from None
         if isinstance(node, ast.Name) and node.id in ("inf", "nan"):
             return float(node.id)
+        if _is_len(node):
+            return float(self.length(node))  # type: ignore[arg-type]
         raise ValueSpecError("not_a_number", text=_short(ast.unparse(node)))
+
+    def length(self, node: ast.Call) -> int:
+        """``len(y)``: the first size of a value or step the program has before this line."""
+        name = node.args[0].id  # type: ignore[attr-defined]
+        if name not in self.shapes:
+            raise ValueSpecError("len_unknown", name=name)
+        shape = self.shapes[name]
+        if not shape:
+            raise ValueSpecError("len_of_number", name=name)
+        return shape[0]
 
     def nested(self, node: ast.AST, depth: int) -> Any:
         if depth > 32:
@@ -136,7 +199,7 @@ class _Reader:
         return int(number)
 
     def shape(self, nodes: list[ast.expr], name: str) -> tuple[int, ...]:
-        if not nodes:
+        if not nodes and not self.sized:
             raise ValueSpecError("shape_needed", name=name)
         shape = tuple(self.integer(n, f"a size in {name}()") for n in nodes)
         if any(size < 0 for size in shape):
@@ -148,11 +211,12 @@ class _Reader:
 
     def call(self, node: ast.Call) -> np.ndarray:
         name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+        for prefix in PREFIXES:
+            name = name.removeprefix(prefix)
+        name = SPELLED.get(name, name)
         if name not in CONSTRUCTORS:
             raise ValueSpecError("unknown_constructor", name=_short(name))
-        if node.keywords:
-            raise ValueSpecError("positional_only", name=name)
-        args = node.args
+        args, keywords = self.keywords(node, name)
         builders: dict[str, Callable[[list[ast.expr]], np.ndarray]] = {
             "ones": lambda a: np.ones(self.shape(a, name)),
             "zeros": lambda a: np.zeros(self.shape(a, name)),
@@ -162,17 +226,83 @@ class _Reader:
             "reshape": self.reshape,
             "rand": self.random_draw("rand"),
             "randn": self.random_draw("randn"),
+            "eye": self.eye,
+            "tensor": self.tensor,
         }
-        return builders[name](args)
+        return builders[name]([*args, *keywords])
+
+    def keywords(self, node: ast.Call, name: str) -> tuple[list[ast.expr], list[ast.expr]]:
+        """Positional arguments, and the keywords PyTorch takes as positions (size=,
+        fill_value=, m=, steps=...); dtype= is noted, requires_grad= is the program's."""
+        args = list(node.args)
+        if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)) and name in _SIZED:
+            args = list(args[0].elts)  # ones((2, 2)) as ones(2, 2)
+            self.sized = True
+        tail: list[ast.expr] = []
+        for keyword in node.keywords:
+            key = keyword.arg
+            if key == "dtype":
+                self.note_dtype(keyword.value)
+            elif key in ("requires_grad", "device"):
+                continue
+            elif key == "size" and name in _SIZED:
+                value = keyword.value
+                args = list(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else [value]
+                self.sized = True
+            elif key in _POSITIONS.get(name, ()):
+                tail.append(keyword.value)
+            else:
+                known = (*(("size",) if name in _SIZED else ()), *_POSITIONS.get(name, ()))
+                known += ("dtype", "requires_grad")
+                raise ValueSpecError(
+                    "constructor_keyword",
+                    name=name,
+                    keyword=str(key),
+                    known=", ".join(f"{k}=" for k in known),
+                )
+        return args, tail
+
+    def note_dtype(self, node: ast.expr) -> None:
+        text = ast.unparse(node)
+        for prefix in ("torch.", "np.", "numpy."):
+            text = text.removeprefix(prefix)
+        text = text.strip("'\"")
+        if text not in DTYPES:
+            raise ValueSpecError("constructor_dtype", dtype=ast.unparse(node))
+        self.dtype = DTYPES[text]
+
+    def tensor(self, args: list[ast.expr]) -> np.ndarray:
+        """``torch.tensor(data)``: PyTorch makes it an integer tensor when every number is
+        written as an integer."""
+        if len(args) != 1:
+            raise ValueSpecError("tensor_arguments")
+        if not any(
+            isinstance(n, ast.Constant) and isinstance(n.value, float) for n in ast.walk(args[0])
+        ):
+            self.integral = True
+        return self.value(args[0])
+
+    def eye(self, args: list[ast.expr]) -> np.ndarray:
+        if not 1 <= len(args) <= 2:
+            raise ValueSpecError("eye_arguments")
+        shape = self.shape(args if len(args) == 2 else [args[0], args[0]], "eye")
+        return np.eye(*shape)
 
     def full(self, args: list[ast.expr]) -> np.ndarray:
+        if len(args) == 2 and isinstance(args[0], (ast.Tuple, ast.List)):
+            args = [*args[0].elts, args[1]]  # full((2, 3), 0.5)
         if len(args) < 2:
             raise ValueSpecError("full_arguments")
-        return np.full(self.shape(args[:-1], "full"), self.number(args[-1]))
+        fill = args[-1]
+        if isinstance(fill, ast.Constant) and type(fill.value) is int:
+            self.integral = True
+        return np.full(self.shape(args[:-1], "full"), self.number(fill))
 
     def arange(self, args: list[ast.expr]) -> np.ndarray:
         if not 1 <= len(args) <= 3:
             raise ValueSpecError("arange_arguments")
+        if all(isinstance(a, ast.Constant) and type(a.value) is int for a in args):
+            self.integral = True  # torch.arange(4) is int64; torch.arange(4.0) is float
         numbers = [self.number(a) for a in args]
         start, end, step = (0.0, numbers[0], 1.0) if len(numbers) == 1 else (*numbers[:2], 1.0)
         if len(numbers) == 3:
@@ -213,6 +343,44 @@ class _Reader:
             return self.random.draw(kind, shape)
 
         return draw
+
+
+_SIZED = ("ones", "zeros", "rand", "randn")
+_POSITIONS = {
+    "full": ("fill_value",),
+    "eye": ("m",),
+    "linspace": ("steps",),
+    "arange": ("end", "step"),
+}
+
+
+def _is_len(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "len"
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], ast.Name)
+    )
+
+
+def read_constructor(
+    source: str,
+    limits: Limits,
+    random: RandomSource | None,
+    shapes: Mapping[str, tuple[int, ...]],
+) -> Constructed:
+    """A value a program defines, from its constructor's text (never evaluated)."""
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ValueSpecError("value_unreadable", text=_short(source)) from None
+    reader = _Reader(limits, random, shapes)
+    array = reader.value(tree.body)
+    integer = reader.integral if reader.dtype is None else reader.dtype == "integer"
+    dtype = None if reader.dtype in (None, "integer") else reader.dtype
+    return Constructed(array, dtype, integer)
 
 
 def read_file(path_text: str, limits: Limits) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from autogradcli.lang.analysis import has_kink, is_elementwise
+from autogradcli.lang.analysis import class_targets, has_kink, is_elementwise
 from autogradcli.lang.shapes import Shape
 from autogradcli.lang.tree import Expression, Node
 from autogradcli.notes import Note
@@ -68,14 +68,29 @@ def exact_or_none(limits: Limits, notes: list[Note], work: Callable[[], T]) -> T
     return None
 
 
-def sympy_model(expression: Expression, shapes: dict[str, Shape], limits: Limits) -> Model:
-    """SymPy's model for the program: element-wise, or component-wise for tensor algebra."""
+def sympy_model(
+    expression: Expression,
+    shapes: dict[str, Shape],
+    limits: Limits,
+    values: dict[str, np.ndarray] | None = None,
+) -> Model:
+    """SymPy's model for the program: element-wise, or component-wise for tensor algebra
+    (class indices among ``values`` taken as the numbers they are)."""
     from autogradcli.reference.components import ComponentModel
     from autogradcli.reference.elementwise import SymbolicModel
 
     if is_elementwise(expression):
         return SymbolicModel(expression, shapes, limits)
-    return ComponentModel(expression, shapes, limits)
+    return ComponentModel(expression, shapes, limits, constants=known(expression, shapes, values))
+
+
+def known(
+    expression: Expression, shapes: dict[str, Shape], values: dict[str, np.ndarray] | None
+) -> dict[str, np.ndarray]:
+    """The class indices among ``values``: the component-wise model picks by them."""
+    if not values:
+        return {}
+    return {n: values[n] for n in class_targets(expression, shapes) if n in values}
 
 
 @dataclass(frozen=True)
@@ -105,7 +120,7 @@ def choose(
     used = np.ones(()) if weights is None else weights
 
     def work() -> tuple[Model, Expected]:
-        model = sympy_model(expression, shapes, limits)
+        model = sympy_model(expression, shapes, limits, seen)
         return model, model.evaluate(seen, used, differentiate)
 
     found = exact_or_none(limits, notes, work)
@@ -134,6 +149,18 @@ class NumericModel:
 
         return forward_numpy(self.expression, values)
 
+    def forward_at(
+        self, base: dict[str, np.ndarray]
+    ) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+        """The forward pass with every ``detach(...)`` held at its value at ``base``: what
+        central differences around ``base`` must vary (PyTorch's graph stops there)."""
+        from autogradcli.torchside.build import detached_values, forward_numpy
+
+        pinned = detached_values(self.expression, base)
+        if not pinned:
+            return self.forward
+        return lambda values: forward_numpy(self.expression, values, pinned)
+
     def evaluate(
         self,
         values: dict[str, np.ndarray],
@@ -144,10 +171,9 @@ class NumericModel:
         from autogradcli.reference.numeric import numeric_slopes
 
         names = [n for n in self.expression.variables if n in differentiate]
-        slopes = numeric_slopes(self.forward, values, weights, names)
-        expected = Expected(
-            output=self.forward(values), grads={n: slopes[n].central for n in names}
-        )
+        forward = self.forward_at(values)
+        slopes = numeric_slopes(forward, values, weights, names)
+        expected = Expected(output=forward(values), grads={n: slopes[n].central for n in names})
         for name in names:
             s = slopes[name]
             off = s.off_domain()

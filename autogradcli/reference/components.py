@@ -27,15 +27,26 @@ from autogradcli.lang.tree import (
     Call,
     Expression,
     Fold,
+    Index,
     Name,
     Node,
     Num,
     Unary,
 )
-from autogradcli.lang.vocabulary import CONSTANTS, FUNCTIONS, KINKS, TENSOR_FUNCTIONS
+from autogradcli.lang.vocabulary import CONSTANTS, OPS, arguments, kink_codes
 from autogradcli.reference.evaluate import Arith, close_floats, evaluate, reference
 from autogradcli.reference.expected import Expected
-from autogradcli.reference.terms import diff, expected_from, in_range, kink_sites, number
+from autogradcli.reference.terms import (
+    CONDITIONS,
+    RELATIONS,
+    diff,
+    expected_from,
+    in_range,
+    kink_sites,
+    number,
+    numeric,
+    op_term,
+)
 from autogradcli.settings import Limits
 
 MAX_EXACT_ENTRIES = 4096  # output elements x input elements, for the exact SymPy check
@@ -62,10 +73,16 @@ def _objects(value: Any) -> np.ndarray:
     return np.array(value, dtype=object)
 
 
+def _each(function: Any, *arrays: np.ndarray) -> np.ndarray:
+    """``function`` on each element (the arrays broadcast), as an object array."""
+    return _objects(np.vectorize(function, otypes=[object])(*arrays))
+
+
 class _Terms(Fold[np.ndarray]):
     """Each node as an object array of SymPy terms, one per element (the one fold)."""
 
     def __init__(self, model: ComponentModel) -> None:
+        super().__init__()
         self.model = model
         self.steps: dict[str, np.ndarray] = {}
 
@@ -74,6 +91,8 @@ class _Terms(Fold[np.ndarray]):
 
     def name(self, node: Name) -> np.ndarray:
         model = self.model
+        if node.id in model.constants:
+            return model.constants[node.id]
         if node.id in model.symbols:
             return model.symbols[node.id]
         step = model.expression.step(node.id)
@@ -84,19 +103,38 @@ class _Terms(Fold[np.ndarray]):
         return _objects(getattr(sp, CONSTANTS[node.id][1]))
 
     def unary(self, node: Unary, operand: np.ndarray) -> np.ndarray:
-        return _objects(PY_UNARY[node.op](operand))
+        return _objects(PY_UNARY[node.op](_each(numeric, operand)))
 
     def binary(self, node: Binary, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        if node.op in RELATIONS:
+            return _each(RELATIONS[node.op], _each(numeric, left), _each(numeric, right))
+        left, right = _each(numeric, left), _each(numeric, right)
         if node.op == "**":
-            return _objects(np.vectorize(sp.Pow, otypes=[object])(left, right))
+            return _each(sp.Pow, left, right)
         return _objects(PY_BINARY[node.op](left, right))
 
-    def call(self, node: Call, arg: np.ndarray, other: np.ndarray | None) -> np.ndarray:
-        if node.func in FUNCTIONS:
-            entry = FUNCTIONS[node.func]
-            return _objects(np.vectorize(lambda t: entry.sympy(sp, t), otypes=[object])(arg))
-        dim = None if arg.ndim == 0 else node.dim  # dim 0 of a single number: all of it
-        return _objects(TENSOR_FUNCTIONS[node.func].components(sp, np, arg, other, dim))
+    def expansion(self, node: Call, placeholders: list[Name]) -> Node | None:
+        op = OPS[node.func]
+        if op.expand is None:
+            return None
+        positional, keywords = arguments(node, list(placeholders))
+        return op.expand(*positional, **keywords)
+
+    def call(self, node: Call, args: list[np.ndarray]) -> np.ndarray:
+        op = OPS[node.func]
+        if op.kind == "detach":
+            return self.model.freeze(args[0])
+        if op.components is None:  # elementwise: the vocabulary's term for each element
+            return _each(lambda *terms: op_term(node, list(terms)), *args)
+        values = [
+            a if k == 0 and node.func in CONDITIONS else _each(numeric, a)
+            for k, a in enumerate(args)
+        ]
+        positional, keywords = arguments(node, values)
+        return _objects(op.components(sp, np, *positional, **keywords))
+
+    def index(self, node: Index, value: np.ndarray) -> np.ndarray:
+        return _objects(value[node.python()])
 
 
 class ComponentModel:
@@ -110,6 +148,7 @@ class ComponentModel:
         shapes: dict[str, Shape],
         limits: Limits | None = None,
         max_entries: int = MAX_EXACT_ENTRIES,
+        constants: dict[str, np.ndarray] | None = None,
     ) -> None:
         self.expression = expression
         self.limits = limits or Limits()
@@ -119,6 +158,9 @@ class ComponentModel:
             raise TooLarge("exact_inputs", limit=MAX_EXACT_INPUTS, inputs=inputs)
         self.inputs = inputs
         self.symbols = {n: element_symbols(n, shapes[n]) for n in expression.variables}
+        self.given = dict(constants or {})  # inputs known as numbers (class indices)
+        self.constants = {n: _objects(_as_terms(v)) for n, v in self.given.items()}
+        self.frozen: dict[sp.Symbol, Any] = {}  # detach(...): a symbol per element, its term
         self._terms = _Terms(self)
         self.uses = calls(expression)
 
@@ -141,7 +183,18 @@ class ComponentModel:
 
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> ComponentModel:
         """The same kind of model for another program (a cut of this one)."""
-        return ComponentModel(expression, shapes, self.limits)
+        constants = {n: v for n, v in self.given.items() if n in expression.variables}
+        return ComponentModel(expression, shapes, self.limits, constants=constants)
+
+    def freeze(self, terms: np.ndarray) -> np.ndarray:
+        """``detach(terms)``: a new symbol per element, its value the term's, no derivative."""
+        k = len(self.frozen)
+        flat = []
+        for j, term in enumerate(terms.reshape(-1)):
+            symbol = sp.Symbol(f"detach{k + j}", real=True)
+            self.frozen[symbol] = term
+            flat.append(symbol)
+        return np.array(flat, dtype=object).reshape(terms.shape)
 
     def chain(self, name: str) -> str | None:
         """No chain-rule line: the component-wise terms are not split at the steps."""
@@ -161,11 +214,14 @@ class ComponentModel:
         return self._jacobians[name]
 
     def environment(self, values: dict[str, np.ndarray], arith: Arith) -> dict[sp.Symbol, Any]:
+        """Every input symbol's number, and each detached element's value (in order)."""
         env: dict[sp.Symbol, Any] = {}
         for name, symbols in self.symbols.items():
             data = arith.array(np.asarray(values[name], dtype=np.float64)).reshape(-1)
             for symbol, element in zip(symbols.reshape(-1), data, strict=True):
                 env[symbol] = element
+        for symbol, term in self.frozen.items():
+            env[symbol] = np.asarray(evaluate(_term(term), env, arith), dtype=object).reshape(-1)[0]
         return env
 
     def numbers(
@@ -311,11 +367,14 @@ def hessian_terms(model: ComponentModel, a: str, b: str) -> np.ndarray:
 
 
 def _kink_notes(atom: Any, uses: set[str]) -> set[str]:
-    """Notes for a jump: a Heaviside comes from relu or from max/min at a tie (SymPy writes
-    both the same way), a sign from abs."""
-    if isinstance(atom, sp.Heaviside):
-        found = {f for f in ("max", "min", "norm") if f in uses}
-        if "relu" in uses or not found:
-            found.add(KINKS["Heaviside"])
-        return found
-    return {KINKS[type(atom).__name__]}
+    """Notes for a jump: the operations whose kink it is (vocabulary.kink_codes)."""
+    return kink_codes(type(atom).__name__, uses)
+
+
+def _as_terms(values: np.ndarray) -> np.ndarray:
+    """A constant's numbers as SymPy numbers (integers stay integers: class indices)."""
+    flat = [
+        sp.Integer(int(v)) if float(v).is_integer() else sp.Float(float(v))
+        for v in np.asarray(values, dtype=np.float64).reshape(-1)
+    ]
+    return np.array(flat, dtype=object).reshape(np.shape(values))

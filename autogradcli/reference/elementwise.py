@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from autogradcli.lang.analysis import is_full_reduction
+from autogradcli.lang.analysis import calls, is_full_reduction
 from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Call, Expression, Name, Node
-from autogradcli.lang.vocabulary import CONSTANTS, KINKS
+from autogradcli.lang.vocabulary import CONSTANTS, OPS, broadcast_all, kink_codes
 from autogradcli.reference.evaluate import Arith, close_floats, evaluate, reference
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.terms import (
@@ -31,6 +31,7 @@ from autogradcli.reference.terms import (
     expected_from,
     in_range,
     kink_sites,
+    numeric,
     reduce_to_shape,
 )
 from autogradcli.settings import Limits
@@ -50,6 +51,7 @@ class _Terms(SympyTerms):
     sum or mean becomes a symbol of its own, a block of the model."""
 
     def __init__(self, model: SymbolicModel) -> None:
+        super().__init__()
         self.model = model
         self.steps: dict[str, sp.Expr] = {}
 
@@ -64,16 +66,33 @@ class _Terms(SympyTerms):
             return self.steps[node.id]
         return getattr(sp, CONSTANTS[node.id][1])
 
-    def call(self, node: Call, arg: sp.Expr, other: sp.Expr | None) -> sp.Expr:
-        if not is_full_reduction(node):
-            return super().call(node, arg, other)
-        model = self.model  # steps substituted: mean(y) of y = 2*x is mean(2*x)
-        text = unparse(node.arg) if not model.expression.steps else str(arg)
+    def call(self, node: Call, args: list[sp.Expr]) -> sp.Expr:
+        detach = OPS[node.func].kind == "detach"
+        if not is_full_reduction(node) and not detach:
+            return super().call(node, args)
+        model, arg = self.model, numeric(args[0])
+        # steps substituted: mean(y) of y = 2*x is mean(2*x)
+        plain = not model.expression.steps and not self._bound and not detach
+        text = unparse(node.arg) if plain else str(arg)
         symbol = sp.Symbol(f"{node.func}({text})", real=True)
         if symbol not in model.reductions:
-            shape = infer_shape(node.arg, model.shapes, model.limits)
+            shape = self.shape_of(node.arg, arg)
             model.reductions[symbol] = Block(arg, shape, node.func)
         return symbol
+
+    def shape_of(self, node: Node, term: sp.Expr) -> Shape:
+        """The shape a subtree (or, inside a definition, its term) broadcasts to."""
+        if not self._bound:
+            return infer_shape(node, self.model.shapes, self.model.limits)
+        shapes = [
+            self.model.shapes[str(s)] for s in term.free_symbols if str(s) in self.model.shapes
+        ]
+        shapes += [
+            self.model.reductions[s].shape
+            for s in term.free_symbols
+            if s in self.model.reductions and self.model.reductions[s].kind == "detach"
+        ]
+        return broadcast_all(shapes)
 
 
 class SymbolicModel:
@@ -89,6 +108,7 @@ class SymbolicModel:
         self.shapes = program_shapes(expression, shapes, self.limits)
         self.symbols = {name: sp.Symbol(name, real=True) for name in expression.variables}
         self.reductions: dict[sp.Symbol, Block] = {}
+        self.uses = calls(expression)
         self._terms = _Terms(self)
         self.output = Block(
             self._build(expression.root), infer_shape(expression.root, self.shapes, self.limits)
@@ -217,6 +237,9 @@ class SymbolicModel:
                 block = self.reductions[symbol]
                 self._reduce_all(block.expr, env, arith)
                 inner = np.broadcast_to(evaluate(block.expr, env, arith), block.shape)
+                if block.kind == "detach":  # the values themselves, held constant
+                    env[symbol] = inner
+                    continue
                 total = arith.total(inner)
                 if block.kind == "mean" and block.shape:
                     total = total * arith.number(sp.Rational(1, math.prod(block.shape)))
@@ -240,6 +263,8 @@ class SymbolicModel:
         for symbol in sorted(block.expr.free_symbols, key=str):  # a fixed order of sums
             if symbol not in names and symbol not in self.reductions:
                 continue
+            if symbol in self.reductions and self.reductions[symbol].kind == "detach":
+                continue  # no gradient flows into a detached copy
             derivative = self.derivative(block, symbol)
             local = np.broadcast_to(evaluate(derivative, env, arith), block.shape)
             contribution = upstream * local
@@ -253,7 +278,7 @@ class SymbolicModel:
                         args = (atom, at, block.shape, env, grads, differentiate, arith)
                         for name, mask in self._movers(*args).items():
                             kinks[name] |= mask
-                            notes[name].add(KINKS[type(atom).__name__])
+                            notes[name] |= kink_codes(type(atom).__name__, self.uses)
             if symbol in names:
                 name = names[symbol]
                 grads[name] = grads[name] + reduce_to_shape(contribution, self.shapes[name])

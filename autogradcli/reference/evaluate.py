@@ -55,6 +55,15 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
     "log": (np.log, "log"),
     "Abs": (np.abs, "fabs"),
     "sign": (np.sign, "sign"),
+    "erf": (np.vectorize(math.erf, otypes=[np.float64]), "erf"),
+}
+RELATIONS: dict[type, Callable[[Any, Any], Any]] = {
+    sp.StrictLessThan: np.less,
+    sp.LessThan: np.less_equal,
+    sp.StrictGreaterThan: np.greater,
+    sp.GreaterThan: np.greater_equal,
+    sp.Equality: np.equal,
+    sp.Unequality: np.not_equal,
 }
 
 
@@ -303,11 +312,33 @@ def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
             return arith.call(node.func.__name__, value(node.args[0]))
         if isinstance(node, sp.log):  # log(x, base) stays log(x)/log(base) in SymPy
             return arith.call("log", value(node.args[0]))
+        if isinstance(node, sp.Piecewise):
+            return _piecewise(node, value, arith)
+        if type(node) in RELATIONS or isinstance(node, (sp.And, sp.Or, sp.Not)):
+            return truth(node)
         if isinstance(node, SPECIAL):
             return _special(node, [value(a) for a in node.args], arith)
         if node.has(sp.I) or node.is_real is False:
             raise ComputationError("no_real_value", term=str(node))
         raise NoClosedForm("no_closed_form", term=str(node))
+
+    def truth(node: sp.Expr) -> Any:
+        """A condition's truth, elementwise (a comparison with NaN is false, as in IEEE)."""
+        if node is sp.true or node is sp.false:
+            return np.asarray(bool(node))
+        if isinstance(node, sp.Not):
+            return ~truth(node.args[0])
+        if isinstance(node, (sp.And, sp.Or)):
+            combine = np.logical_and if isinstance(node, sp.And) else np.logical_or
+            return reduce(combine, (truth(a) for a in node.args))
+        left, right = value(node.lhs), value(node.rhs)
+        return np.asarray(RELATIONS[type(node)](left, right), dtype=bool)
+
+    def _piecewise(node: sp.Piecewise, value: Any, arith: Arith) -> Any:
+        result = arith.number(sp.nan)
+        for expr, condition in reversed(node.args):  # the first branch that holds wins
+            result = np.where(truth(condition), value(expr), result)
+        return result
 
     def _mul(node: sp.Expr) -> Any:
         bases = [a.base if a.is_Pow else a for a in node.args]

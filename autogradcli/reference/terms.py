@@ -11,8 +11,8 @@ import sympy as sp
 
 from autogradcli.errors import ComputationError
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Fold, Num, Unary
-from autogradcli.lang.vocabulary import FUNCTIONS, KINKS
+from autogradcli.lang.tree import COMPARISONS, Binary, Call, Fold, Index, Name, Node, Num, Unary
+from autogradcli.lang.vocabulary import OPS, arguments, kink_codes
 from autogradcli.reference.evaluate import FLOAT64, Arith, evaluate
 from autogradcli.reference.expected import Expected
 
@@ -25,6 +25,44 @@ SYMPY_BINARY = {
     "/": lambda a, b: a / b,
     "**": lambda a, b: a**b,
 }
+RELATIONS = {
+    "<": lambda a, b: sp.Lt(a, b),
+    "<=": lambda a, b: sp.Le(a, b),
+    ">": lambda a, b: sp.Gt(a, b),
+    ">=": lambda a, b: sp.Ge(a, b),
+    "==": lambda a, b: sp.Eq(a, b),
+    "!=": lambda a, b: sp.Ne(a, b),
+}
+assert set(RELATIONS) == set(COMPARISONS)
+# Operations whose first argument is a condition (kept as a relation, not made 0 or 1).
+CONDITIONS = frozenset({"where"})
+
+
+def numeric(term: Any) -> Any:
+    """A term as a number: a comparison as 1 where it holds, 0 elsewhere (PyTorch's
+    True and False in arithmetic)."""
+    if term is sp.true or term is True:
+        return sp.Integer(1)
+    if term is sp.false or term is False:
+        return sp.Integer(0)
+    if isinstance(term, sp.core.relational.Relational):
+        return sp.Piecewise((1, term), (0, True))
+    return term
+
+
+def relation(op: str, left: Any, right: Any) -> Any:
+    """A comparison of two terms (a SymPy relation, or True/False for two numbers)."""
+    return RELATIONS[op](numeric(left), numeric(right))
+
+
+def op_term(node: Call, args: list[Any]) -> Any:
+    """An elementwise operation's SymPy term from its arguments' terms (the vocabulary's)."""
+    op = OPS[node.func]
+    if op.sympy is None:
+        raise ComputationError("not_elementwise", text=unparse(node))
+    values = [a if k == 0 and node.func in CONDITIONS else numeric(a) for k, a in enumerate(args)]
+    positional, keywords = arguments(node, values)
+    return op.sympy(sp, *positional, **keywords)
 
 
 def number(node: Num) -> sp.Expr:
@@ -34,23 +72,38 @@ def number(node: Num) -> sp.Expr:
 
 class SympyTerms(Fold[sp.Expr]):
     """Each operation as one SymPy term (elementwise operations only); subclasses say what
-    names are. ``apply`` on placeholders gives an operation's local form (--explain)."""
+    names are. ``apply`` on placeholders gives an operation's local form (--explain).
+    Operations the vocabulary defines through others (losses) are folded as that
+    definition."""
 
     def num(self, node: Num) -> sp.Expr:
         return number(node)
 
     def unary(self, node: Unary, operand: sp.Expr) -> sp.Expr:
+        operand = numeric(operand)
         return -operand if node.op == "-" else operand
 
     def binary(self, node: Binary, left: sp.Expr, right: sp.Expr) -> sp.Expr:
+        if node.op in RELATIONS:
+            return relation(node.op, left, right)
         if node.op not in SYMPY_BINARY:
             raise ComputationError("not_elementwise", text=unparse(node))
-        return SYMPY_BINARY[node.op](left, right)
+        return SYMPY_BINARY[node.op](numeric(left), numeric(right))
 
-    def call(self, node: Call, arg: sp.Expr, other: sp.Expr | None) -> sp.Expr:
-        if node.func not in FUNCTIONS:
-            raise ComputationError("not_elementwise", text=unparse(node))
-        return FUNCTIONS[node.func].sympy(sp, arg)
+    def expansion(self, node: Call, placeholders: list[Name]) -> Node | None:
+        op = OPS[node.func]
+        if op.expand is None:
+            return None
+        positional, keywords = arguments(node, list(placeholders))
+        return op.expand(*positional, **keywords)
+
+    def call(self, node: Call, args: list[sp.Expr]) -> sp.Expr:
+        if OPS[node.func].kind == "detach":  # a constant copy: no derivative through it
+            return sp.Symbol(f"detach({args[0]})", real=True)
+        return op_term(node, args)
+
+    def index(self, node: Index, value: sp.Expr) -> sp.Expr:
+        raise ComputationError("not_elementwise", text=unparse(node))
 
 
 def diff(expr: sp.Expr, symbol: sp.Symbol, order: int = 1) -> sp.Expr:
@@ -92,15 +145,32 @@ def reduce_to_shape(array: np.ndarray, shape: Shape, ufunc: np.ufunc = np.add) -
 
 
 def find_kinks(
-    derivative: sp.Expr, env: dict[sp.Symbol, Any], shape: Shape, arith: Arith = FLOAT64
+    derivative: sp.Expr,
+    env: dict[sp.Symbol, Any],
+    shape: Shape,
+    arith: Arith = FLOAT64,
+    uses: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[np.ndarray, set[str]]:
-    """Where a jump function in ``derivative`` sits exactly at its jump, and which note applies."""
+    """Where a jump function in ``derivative`` sits exactly at its jump, and which note
+    applies (``uses``: the operations the expression calls, which claim their jumps)."""
     mask = np.zeros(shape, dtype=bool)
     notes: set[str] = set()
     for atom, at_jump in kink_sites(derivative, env, shape, arith):
         mask |= at_jump
-        notes.add(KINKS[type(atom).__name__])
+        notes |= kink_codes(type(atom).__name__, set(uses))
     return mask, notes
+
+
+JUMPS = (sp.Heaviside, sp.sign, sp.DiracDelta, sp.Piecewise)
+
+
+def switches(atom: sp.Expr) -> list[sp.Expr]:
+    """What a jump switches on: the argument of Heaviside, sign and DiracDelta, and
+    ``lhs - rhs`` of each comparison a Piecewise branches on (0 at the switch)."""
+    if isinstance(atom, sp.Piecewise):
+        conditions = [c for _, c in atom.args if isinstance(c, sp.core.relational.Relational)]
+        return [c.lhs - c.rhs for c in conditions]
+    return [atom.args[0]]
 
 
 def kink_sites(
@@ -115,9 +185,15 @@ def kink_sites(
     infinities (inf - inf, NaN, with no NaN among the inputs) is on neither side."""
     sites = []
     whole = None
-    for atom in derivative.atoms(sp.Heaviside, sp.sign, sp.DiracDelta):  # order is immaterial
-        argument = evaluate(atom.args[0], env, arith)
-        at_jump = np.broadcast_to(np.asarray(argument == 0, dtype=bool), shape)
+    for atom in derivative.atoms(*JUMPS):  # order is immaterial
+        arguments = [evaluate(a, env, arith) for a in switches(atom)]
+        if not arguments:
+            continue
+        argument = arguments[0]
+        at_jump = np.zeros(np.broadcast(*arguments).shape, dtype=bool)
+        for value in arguments:
+            at_jump = at_jump | np.asarray(value == 0, dtype=bool)
+        at_jump = np.broadcast_to(at_jump, shape)
         undefined = arith.isnan(argument)
         if (
             ties
@@ -141,7 +217,10 @@ def _jumps(
     derivative: sp.Expr, atom: sp.Expr, env: dict[sp.Symbol, Any], shape: Shape, arith: Arith
 ) -> np.ndarray:
     """Where ``derivative`` differs on the two sides of ``atom``'s jump."""
-    low, high = (0, 1) if isinstance(atom, sp.Heaviside) else (-1, 1)
+    if isinstance(atom, sp.Piecewise):
+        low, high = atom.args[0][0], atom.args[1][0] if len(atom.args) > 1 else atom.args[0][0]
+    else:
+        low, high = (0, 1) if isinstance(atom, sp.Heaviside) else (-1, 1)
     left = np.broadcast_to(arith.floats(evaluate(derivative.subs(atom, low), env, arith)), shape)
     right = np.broadcast_to(arith.floats(evaluate(derivative.subs(atom, high), env, arith)), shape)
     return ~((left == right) & np.isfinite(left))

@@ -21,12 +21,14 @@ from autogradcli.lang.tree import (
     Call,
     Expression,
     Fold,
+    Index,
     Name,
     Node,
     Num,
     Unary,
+    walk,
 )
-from autogradcli.lang.vocabulary import CONSTANTS, FUNCTIONS, TENSOR_FUNCTIONS
+from autogradcli.lang.vocabulary import CONSTANTS, OPS, arguments
 
 
 def make_leaf(
@@ -52,8 +54,16 @@ class Trace:
 class _Forward(Fold[Any]):
     """PyTorch's value of each node, recorded in evaluation order."""
 
-    def __init__(self, env: dict[str, torch.Tensor], dtype: torch.dtype, device: torch.device):
+    def __init__(
+        self,
+        env: dict[str, torch.Tensor],
+        dtype: torch.dtype,
+        device: torch.device,
+        pinned: dict[int, torch.Tensor] | None = None,
+    ):
+        super().__init__()
         self.env, self.dtype, self.device = env, dtype, device
+        self.pinned = pinned or {}  # detach(...) values held fixed (central differences)
         self.steps: dict[str, torch.Tensor] = {}
         self.values: dict[int, Any] = {}
         self.nodes: dict[int, Node] = {}
@@ -83,19 +93,28 @@ class _Forward(Fold[Any]):
     def binary(self, node: Binary, left: Any, right: Any) -> Any:
         return PY_BINARY[node.op](left, right)
 
-    def call(self, node: Call, arg: Any, other: Any) -> Any:
-        arg = self.tensor(arg)
-        if node.func in FUNCTIONS:
-            return FUNCTIONS[node.func].torch(torch, arg)
-        other = None if other is None else self.tensor(other)
-        return TENSOR_FUNCTIONS[node.func].torch(torch, arg, other, node.dim)
+    def call(self, node: Call, args: list[Any]) -> Any:
+        if id(node) in self.pinned:
+            return self.pinned[id(node)]
+        op = OPS[node.func]
+        tensors = [self.tensor(a) for a in args]
+        positional, keywords = arguments(node, tensors)
+        assert op.torch is not None, node.func
+        return op.torch(torch, *positional, **keywords)
+
+    def index(self, node: Index, value: Any) -> Any:
+        return self.tensor(value)[node.python()]
 
 
 def forward(
-    expression: Expression, env: dict[str, torch.Tensor], dtype: torch.dtype, device: torch.device
+    expression: Expression,
+    env: dict[str, torch.Tensor],
+    dtype: torch.dtype,
+    device: torch.device,
+    pinned: dict[int, torch.Tensor] | None = None,
 ) -> Trace:
     """Run the program's steps, then the output, exactly as Python would run the typed lines."""
-    fold = _Forward(env, dtype, device)
+    fold = _Forward(env, dtype, device, pinned)
     try:
         for step in expression.steps:
             fold.steps[step.name] = fold.tensor(fold(step.node))
@@ -105,11 +124,33 @@ def forward(
     return Trace(out, fold.steps, fold.values, fold.nodes)
 
 
-def forward_numpy(expression: Expression, values: dict[str, np.ndarray]) -> np.ndarray:
+def forward_numpy(
+    expression: Expression,
+    values: dict[str, np.ndarray],
+    pinned: dict[int, torch.Tensor] | None = None,
+) -> np.ndarray:
     """The same computation in float64 on the CPU, without autograd (for finite differences)."""
     env = {n: torch.as_tensor(v, dtype=torch.float64) for n, v in values.items()}
     with torch.no_grad():
-        return to_numpy(forward(expression, env, torch.float64, torch.device("cpu")).out)
+        return to_numpy(forward(expression, env, torch.float64, torch.device("cpu"), pinned).out)
+
+
+def detached_values(
+    expression: Expression, values: dict[str, np.ndarray]
+) -> dict[int, torch.Tensor]:
+    """The value of each ``detach(...)`` at ``values`` (by node): what central differences
+    hold fixed, as PyTorch's graph does."""
+    nodes = [n for root in expression.roots() for n in walk(root) if _detaches(n)]
+    if not nodes:
+        return {}
+    env = {n: torch.as_tensor(v, dtype=torch.float64) for n, v in values.items()}
+    with torch.no_grad():
+        trace = forward(expression, env, torch.float64, torch.device("cpu"))
+    return {id(n): trace.values[id(n)] for n in nodes if id(n) in trace.values}
+
+
+def _detaches(node: Node) -> bool:
+    return isinstance(node, Call) and OPS[node.func].kind == "detach"
 
 
 def backward(

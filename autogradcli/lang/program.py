@@ -1,0 +1,463 @@
+"""Programs and notebook cells: the lines around the maths, read without running any.
+
+A line is one of: an assignment (``y = x * 2``, ``c += c + 1``; a name assigned again is a
+new step, as in Python), a value the program defines (``x = torch.tensor([2., 3.],
+requires_grad=True)``; without ``requires_grad=True`` it is a constant), a backward call
+(``Q.backward(gradient=v, retain_graph=True)``), ``x.grad.zero_()`` or ``x.grad = None``,
+``print(...)`` or a bare line (shown at that point), ``import`` of the known modules
+(``torch``, ``torch.nn.functional as F``, ``numpy as np``, ``math``),
+``torch.manual_seed(n)``, and ``with torch.no_grad():`` around assignments. Anything
+else is refused with what to write instead.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from autogradcli.errors import ExpressionError
+from autogradcli.lang.analysis import check_constants
+from autogradcli.lang.parser import NAMESPACES, Converter, module_of
+from autogradcli.lang.tree import (
+    Backward,
+    Binary,
+    Call,
+    Expression,
+    Leaf,
+    Name,
+    Node,
+    Reset,
+    Show,
+    Statement,
+    Step,
+    walk,
+    walk_names,
+)
+from autogradcli.lang.vocabulary import BARE, CONSTANTS
+from autogradcli.settings import Limits
+
+AUGMENTED: dict[type, str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+}
+# import lines a cell may have, as (module, name it is bound to): nothing is imported.
+IMPORTS: dict[tuple[str, str], str] = {
+    ("torch", "torch"): "torch",
+    ("torch.nn.functional", "F"): "F",
+    ("torch.nn.functional", "functional"): "F",
+    ("numpy", "np"): "np",
+    ("numpy", "numpy"): "np",
+    ("math", "math"): "math",
+    ("torch.nn", "nn"): "nn",
+}
+_STATEMENTS: dict[type, str] = {
+    ast.AnnAssign: "annotated assignments",
+    ast.FunctionDef: "function definitions",
+    ast.AsyncFunctionDef: "function definitions",
+    ast.ClassDef: "class definitions",
+    ast.For: "loops",
+    ast.While: "loops",
+    ast.If: "if statements",
+    ast.Delete: "del statements",
+    ast.Return: "return",
+    ast.Try: "try statements",
+    ast.Raise: "raise",
+    ast.Global: "global",
+    ast.Assert: "assert",
+}
+
+
+@dataclass
+class _Builder:
+    """Reads a cell line by line: names to their current step, leaves, and statements."""
+
+    text: str
+    limits: Limits
+    given: frozenset[str]
+    namespaces: dict[str, str] = field(default_factory=lambda: dict(NAMESPACES))
+    current: dict[str, str] = field(default_factory=dict)  # written name -> step or leaf
+    taken: set[str] = field(default_factory=set)
+    steps: list[Step] = field(default_factory=list)
+    leaves: dict[str, Leaf] = field(default_factory=dict)
+    statements: list[Statement] = field(default_factory=list)
+    free: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+    idents: set[str] = field(default_factory=set)
+    lifted: int = 0
+    seed: int | None = None
+    root: Node | None = None
+
+    # --- names -------------------------------------------------------------------------
+
+    def fresh(self, written: str) -> str:
+        """The name for a new binding of ``written``: itself the first time, then
+        ``written_2``, ``written_3``, ... (never a name the text uses)."""
+        name, k = written, 1
+        if written in self.current or written in self.free or written in self.taken:
+            k, name = 2, f"{written}_2"
+            while name in self.taken or name in self.idents:
+                k += 1
+                name = f"{written}_{k}"
+        self.taken.add(name)
+        self.names[name] = written
+        return name
+
+    def resolve(self, node: Node) -> Node:
+        """A converted tree with each written name replaced by its current binding."""
+        from autogradcli.lang.tree import Rebuild
+
+        builder = self
+
+        class _Current(Rebuild):
+            def name(self, found: Name) -> Node:
+                if found.id in builder.leaves:  # a constructor lifted out of the expression
+                    return found
+                base, dot, attr = found.id.partition(".")
+                if base in builder.current:
+                    target = builder.current[base]
+                    builder.used.add(target)
+                    return Name(f"{target}{dot}{attr}")
+                if dot:
+                    raise ExpressionError("read_unknown", name=base, text=found.id)
+                constant = found.id in CONSTANTS and found.id not in builder.given
+                if not constant and found.id not in builder.free:
+                    builder.free.append(found.id)
+                return found
+
+        return _Current()(node)
+
+    def converter(self, readable: bool = False) -> Converter:
+        return Converter(self.limits, self.namespaces, self.lift, readable)
+
+    def expression(self, node: ast.AST, readable: bool = False) -> Node:
+        tree = self.resolve(self.converter(readable)(node))
+        check_constants(tree, self.limits)
+        return tree
+
+    def lift(self, node: ast.Call) -> Name:
+        """A constructor inside an expression: a constant the program defines."""
+        source = ast.unparse(node)
+        flag = _flag(node, "requires_grad")
+        name = source
+        if "rand" in source or flag:  # each draw (and each leaf) is a value of its own
+            self.lifted += 1
+            name = f"{source}#{self.lifted}"
+        if name not in self.leaves:
+            self.leaves[name] = Leaf(name, source, flag)
+            self.taken.add(name)
+        return Name(name)
+
+    # --- lines -------------------------------------------------------------------------
+
+    def line(self, stmt: ast.stmt, last: bool, no_grad: bool = False) -> None:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            self.imports(stmt)
+        elif isinstance(stmt, ast.Assign):
+            self.assign(stmt, no_grad)
+        elif isinstance(stmt, ast.AugAssign):
+            self.augmented(stmt, no_grad)
+        elif isinstance(stmt, ast.Expr):
+            self.bare(stmt, last)
+        elif isinstance(stmt, ast.With):
+            self.with_block(stmt)
+        elif isinstance(stmt, ast.Pass):
+            return
+        else:
+            what = _STATEMENTS.get(type(stmt), f"'{type(stmt).__name__.lower()}' statements")
+            raise ExpressionError("statement_not_allowed", what=what)
+
+    def imports(self, stmt: ast.Import | ast.ImportFrom) -> None:
+        """Known modules under known names; nothing is imported."""
+        if isinstance(stmt, ast.Import):
+            pairs = [
+                (a.name, a.asname) if a.asname else (a.name.split(".")[0],) * 2 for a in stmt.names
+            ]
+        else:
+            base = "." * stmt.level + (stmt.module or "")
+            pairs = [(f"{base}.{a.name}", a.asname or a.name) for a in stmt.names]
+        for module, alias in pairs:
+            known = IMPORTS.get((module, alias))
+            if known is None:
+                raise ExpressionError("import_not_allowed", text=_text(stmt))
+            self.namespaces[alias] = known
+
+    def assign(self, stmt: ast.Assign, no_grad: bool) -> None:
+        if len(stmt.targets) != 1:
+            raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
+        target = stmt.targets[0]
+        if isinstance(target, ast.Attribute):
+            return self.set_attribute(target, stmt)
+        if not isinstance(target, ast.Name):
+            raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
+        written = target.id
+        if written in BARE and written not in self.current:
+            raise ExpressionError("assign_function", name=written)
+        if written in self.namespaces:
+            raise ExpressionError("assign_namespace", name=written)
+        if self.constructor(stmt.value):
+            assert isinstance(stmt.value, ast.Call)
+            name = self.fresh(written)
+            flag = _flag(stmt.value, "requires_grad")
+            self.leaves[name] = Leaf(name, ast.unparse(stmt.value), flag)
+            self.statements.append(self.leaves[name])
+            self.current[written] = name
+            return None
+        node = self.expression(stmt.value)
+        self.add_step(written, Call("detach", (node,)) if no_grad else node)
+        return None
+
+    def add_step(self, written: str, node: Node) -> None:
+        name = self.fresh(written)
+        step = Step(name, node)
+        self.steps.append(step)
+        self.statements.append(step)
+        self.current[written] = name
+
+    def augmented(self, stmt: ast.AugAssign, no_grad: bool) -> None:
+        if not isinstance(stmt.target, ast.Name) or type(stmt.op) not in AUGMENTED:
+            raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
+        written = stmt.target.id
+        old = self.expression(ast.Name(written))
+        node = Binary(AUGMENTED[type(stmt.op)], old, self.expression(stmt.value))
+        self.add_step(written, Call("detach", (node,)) if no_grad else node)
+
+    def set_attribute(self, target: ast.Attribute, stmt: ast.Assign) -> None:
+        """``x.grad = None`` and ``x.requires_grad = True``."""
+        value = stmt.value
+        owner = target.value
+        if not isinstance(owner, ast.Name) or not isinstance(value, ast.Constant):
+            raise ExpressionError("attribute_assignment", text=_text(stmt))
+        if target.attr == "grad" and value.value is None:
+            self.statements.append(Reset(self.leaf_of(owner.id), "none", _text(stmt)))
+            return
+        if target.attr == "requires_grad" and isinstance(value.value, bool):
+            self.require_grad(owner.id, value.value, _text(stmt))
+            return
+        raise ExpressionError("attribute_assignment", text=_text(stmt))
+
+    def leaf_of(self, written: str) -> str:
+        """The input a ``.grad`` line names (a value given from outside if not defined)."""
+        name = self.current.get(written)
+        if name is not None:
+            return name
+        if written not in self.free:
+            self.free.append(written)
+        return written
+
+    def require_grad(self, written: str, flag: bool, text: str) -> None:
+        name = self.current.get(written)
+        leaf = self.leaves.get(name or "")
+        if leaf is None:
+            raise ExpressionError("requires_grad_not_leaf", name=written, text=text)
+        if name in self.used:
+            raise ExpressionError("requires_grad_after_use", name=written, text=text)
+        self.leaves[leaf.name] = Leaf(leaf.name, leaf.source, flag)
+        self.statements = [self.leaves[leaf.name] if s is leaf else s for s in self.statements]
+
+    def bare(self, stmt: ast.Expr, last: bool) -> None:
+        value = stmt.value
+        if isinstance(value, ast.Call):
+            method = value.func.attr if isinstance(value.func, ast.Attribute) else None
+            path = self.converter().path(value.func)
+            if method == "backward" and path is None:
+                return self.backward(value, stmt)
+            if method == "zero_" and path is None:
+                return self.zero(value, stmt)
+            if method == "requires_grad_" and path is None:
+                return self.requires_grad_call(value, stmt)
+            if isinstance(value.func, ast.Name) and value.func.id == "print":
+                return self.show(value.args, value.keywords, stmt)
+            if path == "torch.manual_seed":
+                return self.manual_seed(value)
+        if last and not self.is_cell():
+            self.root = self.expression(value)
+            return None
+        self.statements.append(Show((self.expression(value, readable=True),), _text(stmt)))
+        return None
+
+    def is_cell(self) -> bool:
+        return any(isinstance(s, Backward) for s in self.statements)
+
+    def backward(self, node: ast.Call, stmt: ast.Expr) -> None:
+        assert isinstance(node.func, ast.Attribute)
+        target = self.expression(node.func.value)
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        if any(k.arg is None for k in node.keywords) or len(node.args) > 2:
+            raise ExpressionError("backward_arguments", text=_text(stmt))
+        for key in keywords:
+            if key not in ("gradient", "retain_graph", "create_graph", "inputs"):
+                raise ExpressionError("backward_arguments", text=_text(stmt))
+        if keywords.get("create_graph") is not None and _truth(keywords["create_graph"]):
+            raise ExpressionError("create_graph_here", text=_text(stmt))
+        if "inputs" in keywords:
+            raise ExpressionError("backward_inputs", text=_text(stmt))
+        gradient_node = node.args[0] if node.args else keywords.get("gradient")
+        retain = node.args[1] if len(node.args) > 1 else keywords.get("retain_graph")
+        gradient = None
+        if gradient_node is not None and not _none(gradient_node):
+            gradient = self.expression(gradient_node)
+        flag = retain is not None and _truth(retain, _text(stmt))
+        self.statements.append(Backward(target, gradient, flag, _text(stmt)))
+
+    def zero(self, node: ast.Call, stmt: ast.Expr) -> None:
+        """``x.grad.zero_()`` (or ``x.grad.data.zero_()``)."""
+        owner = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if isinstance(owner, ast.Attribute) and owner.attr == "data":
+            owner = owner.value
+        if (
+            isinstance(owner, ast.Attribute)
+            and owner.attr == "grad"
+            and isinstance(owner.value, ast.Name)
+            and not node.args
+        ):
+            self.statements.append(Reset(self.leaf_of(owner.value.id), "zero", _text(stmt)))
+            return
+        raise ExpressionError("in_place", text=_text(stmt))
+
+    def requires_grad_call(self, node: ast.Call, stmt: ast.Expr) -> None:
+        owner = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if not isinstance(owner, ast.Name) or len(node.args) > 1 or node.keywords:
+            raise ExpressionError(
+                "requires_grad_not_leaf", name=ast.unparse(node), text=_text(stmt)
+            )
+        flag = _truth(node.args[0], _text(stmt)) if node.args else True
+        self.require_grad(owner.id, flag, _text(stmt))
+
+    def show(self, args: list[ast.expr], keywords: list[ast.keyword], stmt: ast.Expr) -> None:
+        items: list[Node | str] = []
+        for arg in args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                items.append(arg.value)
+            elif isinstance(arg, ast.JoinedStr):
+                raise ExpressionError("print_format", text=_text(stmt))
+            else:
+                items.append(self.expression(arg, readable=True))
+        if any(k.arg not in ("sep", "end", "flush") for k in keywords):
+            raise ExpressionError("print_format", text=_text(stmt))
+        self.statements.append(Show(tuple(items), _text(stmt)))
+
+    def manual_seed(self, node: ast.Call) -> None:
+        if len(node.args) != 1 or node.keywords:
+            raise ExpressionError("manual_seed", text=ast.unparse(node))
+        arg = node.args[0]
+        if not (isinstance(arg, ast.Constant) and type(arg.value) is int and arg.value >= 0):
+            raise ExpressionError("manual_seed", text=ast.unparse(node))
+        self.seed = arg.value
+
+    def with_block(self, stmt: ast.With) -> None:
+        if len(stmt.items) != 1 or stmt.items[0].optional_vars is not None:
+            raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
+        context = stmt.items[0].context_expr
+        path = self.converter().path(context.func) if isinstance(context, ast.Call) else None
+        if path != "torch.no_grad" or context.args or context.keywords:  # type: ignore[union-attr]
+            raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
+        for inner in stmt.body:
+            if not isinstance(inner, (ast.Assign, ast.AugAssign, ast.Expr, ast.Pass)):
+                raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
+            self.line(inner, last=False, no_grad=True)
+
+    def constructor(self, node: ast.AST) -> bool:
+        """Whether a right-hand side makes a new value (torch.tensor, torch.ones, ...)."""
+        from autogradcli.lang.parser import CONSTRUCTORS
+        from autogradcli.lang.vocabulary import SPELLINGS
+
+        if not isinstance(node, ast.Call):
+            return False
+        path = self.converter().path(node.func)
+        if path is None and isinstance(node.func, ast.Name):
+            path = node.func.id
+        return path is not None and path.split(".")[-1] in CONSTRUCTORS and path not in SPELLINGS
+
+    # --- the whole -----------------------------------------------------------------------
+
+    def build(self, module: ast.Module) -> Expression:
+        self.idents = {n.id for n in ast.walk(module) if isinstance(n, ast.Name)}
+        body = module.body
+        for index, stmt in enumerate(body):
+            self.line(stmt, last=index == len(body) - 1)
+        if self.root is None:
+            self.root = self.output_root()
+        cell = self.is_cell()
+        if not cell and not any(isinstance(s, (Show, Reset)) for s in self.statements):
+            self.check_used()
+        leaves = tuple(self.leaves.values())
+        free = [n for n in self.free if n not in self.leaves]
+        variables = tuple(dict.fromkeys([*(v.name for v in leaves), *free]))
+        root = self.root
+        if isinstance(root, Name) and any(s.name == root.id for s in self.steps):
+            output = root.id
+        else:
+            output = _fresh("out", set(self.taken) | set(variables))
+        return Expression(
+            self.text,
+            root,
+            variables,
+            tuple(self.steps),
+            output,
+            leaves,
+            tuple(self.statements),
+            tuple(self.names.items()),
+            self.seed,
+        )
+
+    def output_root(self) -> Node:
+        """Without a last bare expression: the last backward's target, else the last step."""
+        targets = [s.target for s in self.statements if isinstance(s, Backward)]
+        if targets:
+            return targets[-1]
+        if self.steps:
+            return Name(self.steps[-1].name)
+        raise ExpressionError("nothing_computed")
+
+    def check_used(self) -> None:
+        """In a program without backward() or print(...), every step feeds the output."""
+        used = {n for step in self.steps for n in walk_names(step.node)}
+        used |= set(walk_names(self.root)) if self.root is not None else set()
+        for step in self.steps:
+            if step.name not in used and not (
+                isinstance(self.root, Name) and self.root.id == step.name
+            ):
+                raise ExpressionError("step_unused", name=self.names.get(step.name, step.name))
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _text(stmt: ast.AST) -> str:
+    return ast.unparse(stmt).strip()
+
+
+def _none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _truth(node: ast.AST, text: str = "") -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return node.value
+    raise ExpressionError("flag_value", text=text or ast.unparse(node))
+
+
+def _flag(node: ast.Call, name: str) -> bool:
+    for keyword in node.keywords:
+        if keyword.arg == name:
+            return _truth(keyword.value, ast.unparse(node))
+    return False
+
+
+def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()) -> Expression:
+    """Parse an expression, a program of named steps, or a notebook cell."""
+    module = module_of(text, limits)
+    return _Builder(text, limits, given).build(module)
+
+
+def used_names(node: Node) -> set[str]:
+    """Every name a subtree reads (steps and inputs)."""
+    return {n.id for n in walk(node) if isinstance(n, Name)}
