@@ -22,7 +22,7 @@ from autogradcli.lang.analysis import calls, is_elementwise
 from autogradcli.lang.tree import Expression
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.notes import Note
-from autogradcli.results import DerivativeResult, GradResult, Graph, Suggestion
+from autogradcli.results import CellResult, DerivativeResult, GradResult, Graph, Suggestion
 from autogradcli.settings import Limits, Settings, number
 
 _SETTINGS = {f.name for f in fields(Settings)} | {f.name for f in fields(Limits)}
@@ -54,9 +54,10 @@ def grad(
     const: Iterable[str] = (),
     suggest: bool = True,
     **keywords: Any,
-) -> GradResult:
+) -> GradResult | CellResult:
     """Gradients of ``expression`` (or a program of steps) by autograd's ``backward()``,
-    checked against SymPy.
+    checked against SymPy. A notebook cell that calls ``backward()`` or ``print(...)``
+    itself runs line by line and gives a ``CellResult``: every event checked.
 
     ``weights``: the external gradient of a non-scalar output (a value, ``"ones"``, or an
     input's name). ``repeat`` passes rebuild the graph each time, or run backward again on
@@ -74,6 +75,20 @@ def grad(
     chosen, given = split(settings, values, keywords)
     plan = Passes(repeat, same_graph, retain_graph, zero_grad)
     bound = bind(expression, given, chosen, weights=weights, const=const)
+    if bound.program.is_cell:
+        asked = {
+            "weights": weights is not None,
+            "repeat": repeat != 1,
+            "retain_grad": bool(retain_grad),
+            "inspect": inspect,
+            "explain": explain,
+        }
+        for option, given_option in asked.items():
+            if given_option:
+                raise VariableError("cell_option", option=option)
+        from autogradcli.cellrun import run_cell
+
+        return run_cell(bound)  # type: ignore[return-value]
     names = [retain_grad] if isinstance(retain_grad, str) else list(retain_grad)
     retained = tuple(retained_names(bound, names))
 

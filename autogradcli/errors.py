@@ -103,7 +103,11 @@ class TorchError(ComputationError):
     kind = "pytorch"
 
     def __init__(
-        self, torch_message: str, pass_index: int | None = None, shape: list[int] | None = None
+        self,
+        torch_message: str,
+        pass_index: int | None = None,
+        shape: list[int] | None = None,
+        in_cell: bool = False,
     ) -> None:
         from autogradcli.glossary import lookup
 
@@ -115,6 +119,7 @@ class TorchError(ComputationError):
             pass_index=pass_index,
             shape=shape,
             entry=None if entry is None else entry.key,
+            in_cell=in_cell,
         )
 
     @property

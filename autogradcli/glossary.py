@@ -19,6 +19,7 @@ class Entry:
     title: str
     why: str
     fix: str
+    in_cell: str = ""  # the fix written as lines of a cell, when the cell made the call
 
 
 GLOSSARY: tuple[Entry, ...] = (
@@ -30,6 +31,8 @@ GLOSSARY: tuple[Entry, ...] = (
         "factors of a multiplication), so the same graph cannot be walked again",
         fix="keep them with backward(retain_graph=True) ([[retain_graph]]), or build a new "
         "graph by running the forward pass again (drop [[same_graph]])",
+        in_cell="write backward(retain_graph=True) on the earlier call, or compute the output "
+        "again before the second backward()",
     ),
     Entry(
         key="non_scalar",
@@ -40,6 +43,7 @@ GLOSSARY: tuple[Entry, ...] = (
         "vector-Jacobian product J^T w",
         fix="pass [[weights=ones]] (or weights of the output's shape), or reduce the output "
         "with sum(...) or mean(...)",
+        in_cell="write y.backward(torch.ones_like(y)) for a tensor y, or y.sum().backward()",
     ),
     Entry(
         key="no_grad",
@@ -49,6 +53,8 @@ GLOSSARY: tuple[Entry, ...] = (
         "recorded for backward() to walk",
         fix="let an input require grad (leave it out of [[const]]), or use a variable in the "
         "expression",
+        in_cell="create a leaf with requires_grad=True, e.g. x = torch.tensor([1., 2.], "
+        "requires_grad=True), and compute the output from it",
     ),
     Entry(
         key="weights_shape",
@@ -57,6 +63,8 @@ GLOSSARY: tuple[Entry, ...] = (
         why="the weights w in backward(w) must have exactly the output's shape, one weight "
         "per output element",
         fix="give [[weights]] the output's shape, or use [[weights=ones]]",
+        in_cell="give backward() a gradient of the output's shape, e.g. "
+        "y.backward(torch.ones_like(y))",
     ),
     Entry(
         key="non_leaf_grad",

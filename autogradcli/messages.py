@@ -183,6 +183,15 @@ ERRORS: dict[str, str] = {
     "autograd-cli grad --order 2, or autograd-cli hessian",
     "backward_inputs": "'{text}': backward(inputs=...) is not supported; every leaf's .grad "
     "is shown",
+    "program_file": "cannot read the program from '{path}': {reason}; give a readable "
+    "text file (@cell.py), - for standard input, or the program in quotes",
+    "zero_none": "'{text}': the .grad is None here (no backward() has filled it yet), so "
+    "PyTorch raises AttributeError; call backward() first, or write x.grad = None",
+    "grad_none_used": "{name}.grad is None here (no backward() has filled it yet); print it "
+    "after a backward() that reaches {name}",
+    "show_unknown": "'{name}' is not a tensor of the cell; print a leaf or a step",
+    "cell_option": "[[{option}]] does not apply to a cell that calls backward() itself; write "
+    "it in the cell (backward(gradient=..., retain_graph=True), x.grad.zero_())",
     "in_place": "'{text}' changes a tensor in place; the in-place operation a cell may use "
     "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
     "print_format": "'{text}': print names and expressions, without formatting, e.g. print(x.grad)",
@@ -414,7 +423,7 @@ def torch_text(data: Mapping[str, Any], style: Style = PYTHON) -> str:
     """PyTorch's message as written, with where it happened, why, and the fix."""
     from autogradcli.glossary import BY_KEY
 
-    context = ""
+    context = f"'{data['line']}': " if data.get("line") else ""
     if data.get("pass_index"):
         context += f"backward pass {data['pass_index']} on the same graph: "
     if data.get("shape") is not None:
@@ -424,7 +433,8 @@ def torch_text(data: Mapping[str, Any], style: Style = PYTHON) -> str:
     if entry is None:
         return f"{context}PyTorch: {text}"
     stop = "" if text.endswith(".") else "."
-    return f"{context}PyTorch: {text}{stop} Why: {entry.why}. Fix: {spell(entry.fix, style)}."
+    fix = entry.in_cell if data.get("in_cell") and entry.in_cell else spell(entry.fix, style)
+    return f"{context}PyTorch: {text}{stop} Why: {entry.why}. Fix: {fix}."
 
 
 GRAD_NONE = {
@@ -596,6 +606,17 @@ def cause_text(cause: Coded) -> str:
         return (
             f"NaN from 0·inf in the backward pass at {data['elements']} element(s): a zero "
             "gradient met an infinite local derivative (or 0/0), where the derivative is not NaN"
+        )
+    if code == "accumulation":
+        return (
+            f".grad is not the sum of the {data['backwards']} backward() call(s) since its last "
+            f"reset (max abs error {number(data['error'])})"
+        )
+    if code == "grad_presence":
+        return (
+            ".grad is None where backward() calls should have filled it"
+            if data["none"]
+            else ".grad is filled where no backward() call reached this leaf"
         )
     if code == "mismatch":
         return (

@@ -41,6 +41,8 @@ DEFS = {
                             "nonfinite_input",
                             "mismatch",
                             "rounding",
+                            "accumulation",
+                            "grad_presence",
                         ]
                     },
                     "message": {"type": "string"},
@@ -348,7 +350,69 @@ error = {
         }
     ),
 }
-SCHEMAS = {"grad": grad, "derivative": derivative, "graph": graph, "error": error}
+grad_document = {k: v for k, v in grad.items() if k not in ("$schema", "$id", "title", "$defs")}
+leaf_grad = obj(
+    {
+        "grad": {"$ref": "#/$defs/tensor_or_null"},
+        "expected": {"$ref": "#/$defs/tensor_or_null"},
+        "max_abs_error": {"$ref": "#/$defs/number_or_null"},
+        "verdict": {"$ref": "#/$defs/verdict_or_null"},
+        "cause": {"$ref": "#/$defs/cause"},
+        "derivative": {"type": ["string", "null"]},
+    }
+)
+shown_value = {
+    "anyOf": [
+        {"$ref": "#/$defs/tensor_or_null"},
+        {"type": ["boolean", "string"]},
+        {"type": "array", "items": {"type": ["boolean", "integer", "array"]}},
+    ]
+}
+shown = obj(
+    {
+        "text": {"type": "string"},
+        "value": shown_value,
+        "expected": shown_value,
+        "verdict": {"$ref": "#/$defs/verdict_or_null"},
+    }
+)
+event = obj(
+    {
+        "kind": {"enum": ["backward", "reset", "print"]},
+        "statement": {"type": "string"},
+        "grads": {"type": "object", "additionalProperties": leaf_grad},
+        "shown": {"type": "array", "items": shown},
+        "check": {"anyOf": [{"type": "null"}, grad_document]},
+        "verdict": {"$ref": "#/$defs/verdict_or_null"},
+    }
+)
+cell_head = {k: v for k, v in HEAD.items() if k != "expected_by"}
+cell = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://autograd-cli/schema/cell.schema.json",
+    "title": "autograd-cli grad --json, for a notebook cell that calls backward() or print()",
+    "$defs": DEFS,
+    **obj(
+        {
+            **cell_head,
+            "command": {"const": "cell"},
+            "events": {"type": "array", "items": event},
+            "stopped": {
+                "anyOf": [
+                    {"type": "null"},
+                    obj(
+                        {
+                            "type": {"type": "string"},
+                            "code": {"type": "string", "pattern": "^[a-z_]+$"},
+                            "message": {"type": "string", "minLength": 1},
+                        }
+                    ),
+                ]
+            },
+        }
+    ),
+}
+SCHEMAS = {"grad": grad, "derivative": derivative, "graph": graph, "cell": cell, "error": error}
 
 if __name__ == "__main__":
     for name, schema in SCHEMAS.items():

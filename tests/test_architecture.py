@@ -30,6 +30,7 @@ LAYERS = [
     "reference",
     "check",
     "pipeline",
+    "cellrun",
     "api",
     "render",
     "cli",

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from autogradcli import __version__
-from autogradcli.cli.edge import errors, report_error
+from autogradcli.cli.edge import errors, finish, program_text, report_error
 from autogradcli.cli.options import (
     ConstOption,
     ExplainOption,
@@ -215,12 +215,15 @@ def _run(
     _finish(result, json_output)
 
 
-def _finish(result: Any, json_output: bool) -> NoReturn:
-    """Print the result (Rich or JSON) and exit with its verdict's code."""
-    from autogradcli.render import show
+def _program(ctx: typer.Context, json_output: bool, expression: str, settings: Settings) -> str:
+    """The expression, or the program read from ``@FILE`` or standard input (``-``)."""
+    with errors(ctx, json_output):
+        return program_text(expression, settings.limits.max_length)
+    raise AssertionError  # errors() exits
 
-    show(result, json_output)
-    raise typer.Exit(0 if result.agree else 1)
+
+def _finish(result: Any, json_output: bool) -> NoReturn:
+    finish(result, json_output)
 
 
 # Options of `grad` that --order cannot combine with, and how to tell they were given.
@@ -250,6 +253,7 @@ def grad(
     """Compute gradients with autograd's backward() and check them against SymPy."""
     import autogradcli as ag
 
+    expression = _program(ctx, json_output, expression, settings)
     with errors(ctx, json_output):
         passes, k = parse_number("repeat", repeat), parse_number("order", order)
     given = {
@@ -309,6 +313,7 @@ def jacobian(
     """The full Jacobian: one backward() per output element with a one-hot gradient."""
     import autogradcli as ag
 
+    expression = _program(ctx, json_output, expression, settings)
     _run(ctx, json_output, var, lambda values: ag.jacobian(
         expression, values, settings=settings, const=const or [], rows=show_rows
     ))  # fmt: skip
@@ -333,6 +338,7 @@ def hessian(
     """Second derivatives of a one-element output, via create_graph=True, against SymPy."""
     import autogradcli as ag
 
+    expression = _program(ctx, json_output, expression, settings)
     _run(ctx, json_output, var, lambda values: ag.hessian(
         expression, values, settings=settings, const=const or []
     ))  # fmt: skip
@@ -372,6 +378,7 @@ def graph(
     import autogradcli as ag
     from autogradcli.render import dot as dots
 
+    expression = _program(ctx, json_output, expression, settings)
     with errors(ctx, json_output):
         to_stdout = dot is not None and str(dot) == "-"
         if to_stdout and json_output:

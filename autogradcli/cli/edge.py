@@ -71,3 +71,37 @@ def _suggest_option(name: str, ctx: typer.Context | None) -> str:
     ]
     close = difflib.get_close_matches(name.replace("_", "-"), options, n=1, cutoff=0.6)
     return f"; did you mean --{close[0]}?" if close else ""
+
+
+def program_text(expression: str, limit: int) -> str:
+    """The expression argument, or the program in ``@FILE`` or on standard input (``-``);
+    at most ``limit`` characters are read (the parser says if there are more)."""
+    import sys
+    from pathlib import Path
+
+    from autogradcli.errors import ValueSpecError
+
+    if expression == "-":
+        return sys.stdin.read(limit + 1)
+    if not expression.startswith("@") or "\n" in expression:
+        return expression
+    path = Path(expression[1:])
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return handle.read(limit + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ValueSpecError("program_file", path=str(path), reason=reason) from None
+
+
+def finish(result: object, json_output: bool) -> NoReturn:
+    """Print the result (Rich or JSON) and exit with its verdict's code; a cell that
+    stopped on an error shows what it ran, then the error line (exit 2)."""
+    from autogradcli.render import show
+
+    show(result, json_output)
+    stopped = getattr(result, "error", None)
+    if stopped is not None:
+        typer.echo(f"Error: {' '.join(error_text(stopped, CLI).split())}", err=True)
+        raise typer.Exit(USAGE_EXIT)
+    raise typer.Exit(0 if result.agree else 1)  # type: ignore[attr-defined]

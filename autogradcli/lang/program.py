@@ -13,6 +13,7 @@ else is refused with what to write instead.
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass, field
 
 from autogradcli.errors import ExpressionError
@@ -33,6 +34,7 @@ from autogradcli.lang.tree import (
     walk,
     walk_names,
 )
+from autogradcli.lang.values import is_len
 from autogradcli.lang.vocabulary import BARE, CONSTANTS
 from autogradcli.settings import Limits
 
@@ -92,6 +94,10 @@ class _Builder:
     seed: int | None = None
     root: Node | None = None
 
+    def written(self, stmt: ast.AST) -> str:
+        """The line as the cell writes it (its spacing kept), for showing."""
+        return (ast.get_source_segment(self.text, stmt) or _text(stmt)).strip()
+
     # --- names -------------------------------------------------------------------------
 
     def fresh(self, written: str) -> str:
@@ -141,6 +147,11 @@ class _Builder:
 
     def lift(self, node: ast.Call) -> Name:
         """A constructor inside an expression: a constant the program defines."""
+        node = copy.deepcopy(node)
+        for part in ast.walk(node):  # len(y) reads the y of this line, not an earlier one
+            if is_len(part):
+                arg = part.args[0]  # type: ignore[attr-defined]
+                arg.id = self.current.get(arg.id, arg.id)
         source = ast.unparse(node)
         flag = _flag(node, "requires_grad")
         name = source
@@ -233,7 +244,7 @@ class _Builder:
         if not isinstance(owner, ast.Name) or not isinstance(value, ast.Constant):
             raise ExpressionError("attribute_assignment", text=_text(stmt))
         if target.attr == "grad" and value.value is None:
-            self.statements.append(Reset(self.leaf_of(owner.id), "none", _text(stmt)))
+            self.statements.append(Reset(self.leaf_of(owner.id), "none", self.written(stmt)))
             return
         if target.attr == "requires_grad" and isinstance(value.value, bool):
             self.require_grad(owner.id, value.value, _text(stmt))
@@ -277,7 +288,7 @@ class _Builder:
         if last and not self.is_cell():
             self.root = self.expression(value)
             return None
-        self.statements.append(Show((self.expression(value, readable=True),), _text(stmt)))
+        self.statements.append(Show((self.expression(value, readable=True),), self.written(stmt)))
         return None
 
     def is_cell(self) -> bool:
@@ -302,7 +313,7 @@ class _Builder:
         if gradient_node is not None and not _none(gradient_node):
             gradient = self.expression(gradient_node)
         flag = retain is not None and _truth(retain, _text(stmt))
-        self.statements.append(Backward(target, gradient, flag, _text(stmt)))
+        self.statements.append(Backward(target, gradient, flag, self.written(stmt)))
 
     def zero(self, node: ast.Call, stmt: ast.Expr) -> None:
         """``x.grad.zero_()`` (or ``x.grad.data.zero_()``)."""
@@ -315,7 +326,7 @@ class _Builder:
             and isinstance(owner.value, ast.Name)
             and not node.args
         ):
-            self.statements.append(Reset(self.leaf_of(owner.value.id), "zero", _text(stmt)))
+            self.statements.append(Reset(self.leaf_of(owner.value.id), "zero", self.written(stmt)))
             return
         raise ExpressionError("in_place", text=_text(stmt))
 
@@ -339,7 +350,7 @@ class _Builder:
                 items.append(self.expression(arg, readable=True))
         if any(k.arg not in ("sep", "end", "flush") for k in keywords):
             raise ExpressionError("print_format", text=_text(stmt))
-        self.statements.append(Show(tuple(items), _text(stmt)))
+        self.statements.append(Show(tuple(items), self.written(stmt)))
 
     def manual_seed(self, node: ast.Call) -> None:
         if len(node.args) != 1 or node.keywords:

@@ -214,8 +214,8 @@ class Expression:
 
     @property
     def is_cell(self) -> bool:
-        """Whether the program calls backward() itself (and so says what to run)."""
-        return any(isinstance(s, Backward) for s in self.statements)
+        """Whether the program runs line by line: it calls backward() or print(...) itself."""
+        return any(isinstance(s, Backward | Show) for s in self.statements)
 
     def shown(self, name: str) -> str:
         """The name a step was written with (``y`` for ``y_2``)."""

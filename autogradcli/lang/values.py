@@ -171,7 +171,7 @@ class _Reader:
                 raise LimitError("number_too_large", value=str(node.value)) from None
         if isinstance(node, ast.Name) and node.id in ("inf", "nan"):
             return float(node.id)
-        if _is_len(node):
+        if is_len(node):
             return float(self.length(node))  # type: ignore[arg-type]
         raise ValueSpecError("not_a_number", text=_short(ast.unparse(node)))
 
@@ -354,7 +354,8 @@ _POSITIONS = {
 }
 
 
-def _is_len(node: ast.AST) -> bool:
+def is_len(node: ast.AST) -> bool:
+    """``len(name)``."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)

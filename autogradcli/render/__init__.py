@@ -13,8 +13,12 @@ from autogradcli.messages import CLI, Style
 
 def renderable(result: Any, style: Style = CLI) -> Any:
     """The Rich renderable of a result (grad, derivative blocks, or a backward graph)."""
-    from autogradcli.results import DerivativeResult, GradResult
+    from autogradcli.results import CellResult, DerivativeResult, GradResult
 
+    if isinstance(result, CellResult):
+        from autogradcli.render.cell import render_cell
+
+        return render_cell(result, style)
     if isinstance(result, GradResult):
         from autogradcli.render.grad import render
 

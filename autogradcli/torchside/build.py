@@ -124,6 +124,23 @@ def forward(
     return Trace(out, fold.steps, fold.values, fold.nodes)
 
 
+def evaluate(
+    node: Node,
+    env: dict[str, torch.Tensor],
+    steps: dict[str, torch.Tensor],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    """One more expression on a forward pass already run (a cell's ``backward()`` target,
+    its gradient, or a printed expression): the steps' tensors are reused, not rebuilt."""
+    fold = _Forward(env, dtype, device)
+    fold.steps = dict(steps)
+    try:
+        return fold.tensor(fold(node))
+    except (RuntimeError, OverflowError) as exc:
+        raise ComputationError("pytorch_forward", detail=_first_line(exc)) from None
+
+
 def forward_numpy(
     expression: Expression,
     values: dict[str, np.ndarray],
@@ -158,6 +175,7 @@ def backward(
     weights: torch.Tensor | None,
     retain_graph: bool = False,
     pass_index: int | None = None,
+    in_cell: bool = False,
 ) -> None:
     """``out.backward(weights, retain_graph=...)``; PyTorch's errors come back explained
     (``pass_index``: the pass on the same graph this was, for the message)."""
@@ -165,7 +183,7 @@ def backward(
         out.backward(weights, retain_graph=retain_graph)
     except RuntimeError as exc:
         shape = list(out.shape) if weights is None and out.numel() != 1 else None
-        raise TorchError(str(exc), pass_index=pass_index, shape=shape) from None
+        raise TorchError(str(exc), pass_index, shape, in_cell) from None
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:

@@ -1,0 +1,109 @@
+"""Render a ``CellResult`` with Rich: each line that backward(), a reset or print(...)
+made visible, the leaves' ``.grad`` against SymPy's sums, and the verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from autogradcli.messages import CLI, Style, cause_text, note_text
+from autogradcli.policy.verdict import AGREE, ROUNDING
+from autogradcli.render.cells import MARK_OF, STYLES, error_text, format_array, mark
+from autogradcli.results import CellEvent, CellResult
+
+
+def render_cell(result: CellResult, style: Style = CLI) -> Group:
+    """The cell's report as one Rich renderable."""
+    header = Text.assemble(
+        ("cell", "bold"),
+        f"   device {result.device} · dtype {result.dtype} · "
+        f"rtol {result.rtol:g}, atol {result.atol:g}",
+    )
+    if result.seed is not None:
+        header.append(f" · seed {result.seed}")
+    parts: list[Any] = [header]
+    for number, event in enumerate(result.events, start=1):
+        parts.append(_line(number, event))
+        if event.grads:
+            parts.append(_grads(event))
+        for item in event.shown:
+            parts.append(_shown(item.text, item.value, item.expected, item.verdict))
+        for g in event.grads:
+            if g.verdict not in (None, AGREE) and g.cause is not None:
+                parts.append(Text(f"   {g.name}: {cause_text(g.cause)}", style="yellow"))
+    for note in result.notes:
+        parts.append(Text(f"note: {note_text(note, style)}", style="yellow"))
+    if result.error is None:
+        parts.append(_verdict(result))
+    else:
+        parts.append(Text("the cell stopped here, as Python would:", style="bold red"))
+    return Group(*parts)
+
+
+def _line(number: int, event: CellEvent) -> Text:
+    text = Text.assemble((f"[{number}] ", "dim"), (event.statement, "bold cyan"), "  ")
+    text.append_text(mark(event.verdict))
+    return text
+
+
+def _grads(event: CellEvent) -> Table:
+    table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
+    columns = ["", ".grad (torch)", "expected (SymPy)", "max abs error", "check"]
+    if event.kind == "backward":
+        columns.insert(3, f"d({_target(event)})/d·")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for g in event.grads:
+        row = ["   " + g.name, format_array(g.grad), format_array(g.expected)]
+        if event.kind == "backward":
+            row.append(g.derivative or "—")
+        row += [error_text(g.max_abs_error), mark(g.verdict)]
+        table.add_row(*row)
+    return table
+
+
+def _target(event: CellEvent) -> str:
+    return event.statement.split(".backward(")[0]
+
+
+def _shown(text: str, value: Any, expected: Any, verdict: str | None) -> Text:
+    line = Text(f"   {text} = " if text != _plain(value) else "   ")
+    line.append_text(_value(value))
+    if verdict is not None:
+        line.append("   ")
+        line.append_text(mark(verdict))
+        if verdict != AGREE:
+            line.append("  expected ")
+            line.append_text(_value(expected))
+    return line
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _value(value: Any) -> Text:
+    if isinstance(value, np.ndarray):
+        if value.dtype == bool:
+            return Text(str(value.tolist()))
+        return format_array(value)
+    return Text(str(value))
+
+
+def _verdict(result: CellResult) -> Text:
+    if result.verdict == AGREE:
+        return Text(f"{MARK_OF[AGREE]} every line agrees with SymPy", style=STYLES[MARK_OF[AGREE]])
+    if result.verdict == ROUNDING:
+        return Text(
+            f"{MARK_OF[ROUNDING]} every line agrees with SymPy within {result.dtype} rounding",
+            style=STYLES[MARK_OF[ROUNDING]],
+        )
+    failing = [f"[{k}]" for k, e in enumerate(result.events, start=1) if e.verdict == "disagree"]
+    return Text(
+        f"{MARK_OF['disagree']} autograd and SymPy disagree at line {', '.join(failing)}",
+        style="bold red",
+    )
