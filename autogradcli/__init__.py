@@ -8,7 +8,8 @@ autogradcli`` loads neither torch, SymPy, Typer nor Rich)::
     r.agree, r.verdict, r.output, r.grads["x"], r.expected["x"], r.derivatives["x"]
     r.to_dict()  # the CLI's --json document
 
-``jacobian``, ``hessian``, ``derivative`` (``order=K``) and ``backward_graph`` work alike;
+A notebook cell that calls ``backward()`` or ``print(...)`` itself gives a ``CellResult``:
+each line's ``.grad`` and printed values, checked. ``jacobian``, ``hessian``, ``derivative`` (``order=K``) and ``backward_graph`` work alike;
 ``Settings`` (device, dtype, tolerances, seed, limits) is shared by all of them.
 """
 
@@ -20,6 +21,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "AutogradCliError",
+    "CellResult",
     "DerivativeResult",
     "GradResult",
     "Graph",
@@ -45,6 +47,7 @@ _WHERE = {
     "AutogradCliError": "autogradcli.errors",
     "TorchError": "autogradcli.errors",
     "GradResult": "autogradcli.results",
+    "CellResult": "autogradcli.results",
     "DerivativeResult": "autogradcli.results",
     "Graph": "autogradcli.results",
 }
@@ -52,7 +55,7 @@ _WHERE = {
 if TYPE_CHECKING:
     from autogradcli.api import backward_graph, derivative, grad, hessian, jacobian
     from autogradcli.errors import AutogradCliError, TorchError
-    from autogradcli.results import DerivativeResult, GradResult, Graph
+    from autogradcli.results import CellResult, DerivativeResult, GradResult, Graph
     from autogradcli.settings import Limits, Settings
 
 

@@ -190,8 +190,9 @@ ERRORS: dict[str, str] = {
     "grad_none_used": "{name}.grad is None here (no backward() has filled it yet); print it "
     "after a backward() that reaches {name}",
     "show_unknown": "'{name}' is not a tensor of the cell; print a leaf or a step",
-    "cell_option": "[[{option}]] does not apply to a cell that calls backward() itself; write "
-    "it in the cell (backward(gradient=..., retain_graph=True), x.grad.zero_())",
+    "cell_option": "[[{option}]] does not apply to a cell that calls backward() or print(...) "
+    "itself: its own lines say what runs (backward(gradient=..., retain_graph=True), "
+    "x.grad.zero_(), print(x.grad))",
     "in_place": "'{text}' changes a tensor in place; the in-place operation a cell may use "
     "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
     "print_format": "'{text}': print names and expressions, without formatting, e.g. print(x.grad)",
