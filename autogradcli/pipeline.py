@@ -59,7 +59,7 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     reference = reference_for(bound, session)
     weights = None if session.weight_tensor is None else session.seen_weights
     numeric = NumericModel(bound.program, bound.shapes, bound.limits)
-    expected, notes = reference.expected, list(reference.notes)
+    expected, notes = reference.expected, [*bound.notes, *reference.notes]
     if reference.exact:
         edge = NumericModel(bound.program, bound.shapes, bound.limits, bounds=True)
         expected, edges = domain_edges(edge, session.seen, weights, expected)
@@ -161,7 +161,7 @@ def _derivative_result(
         values=session.seen,
         blocks=blocks,
         rows=rows,
-        notes=tuple(dict.fromkeys([*notes, *block_notes(blocks)])),
+        notes=tuple(dict.fromkeys([*bound.notes, *notes, *block_notes(blocks)])),
         expected_by="SymPy" if exact else "numeric",
         derivatives=derivatives or {},
         rounding_bound=relative,

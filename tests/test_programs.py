@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -265,3 +266,113 @@ def test_a_value_for_a_step_is_refused():
 def test_no_tensors_object_without_inspect():
     result = api("x*2", x="1")
     assert result.tensors is None and result.to_dict()["tensors"] is None
+
+
+# --- values defined in the program, as PyTorch writes them ---------------------------------
+
+
+def test_a_tensor_with_requires_grad_is_a_leaf_and_without_it_a_constant():
+    r = api("x = torch.tensor([1., 2.]); w = torch.ones(2, requires_grad=True); (w*x).sum()")
+    assert r.variables["x"].requires_grad is False and r.variables["x"].grad is None
+    assert plain(r.variables["w"].grad) == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "x = torch.ones(2); x.requires_grad_(); y = (x*2).sum(); y",
+        "x = torch.ones(2); x.requires_grad = True; (x*2).sum()",
+        "x = torch.ones(2, requires_grad=True); (x*2).sum()",
+        "x = torch.tensor([1., 1.], requires_grad=True); (x*2).sum()",
+        "x = torch.ones((2,), requires_grad=True); (x*2).sum()",
+        "x = torch.full((2,), 1.0, requires_grad=True); torch.sum(x*2)",
+    ],
+)
+def test_ways_to_make_a_leaf(program):
+    assert plain(api(program).variables["x"].grad) == [2.0, 2.0]
+
+
+def test_requires_grad_after_use_is_refused_as_pytorch_would_fail():
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad("x = torch.ones(2); y = (x*2).sum(); x.requires_grad_(); y")
+    assert str(raised.value) == (
+        "'x.requires_grad_()': x is already used above; call requires_grad_ right after making "
+        "it (or pass requires_grad=True)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("program", "values"),
+    [
+        ("x = torch.arange(4.0, requires_grad=True); (x*x).sum()", [0.0, 1.0, 2.0, 3.0]),
+        ("x = torch.eye(2, 3, requires_grad=True); x.sum()", [[1, 0, 0], [0, 1, 0]]),
+        ("x = torch.ones(2, 2, requires_grad=True); x.sum()", [[1, 1], [1, 1]]),
+        ("x = torch.zeros((2, 2), requires_grad=True); x.sum()", [[0, 0], [0, 0]]),
+    ],
+)
+def test_constructors_as_pytorch_spells_them(program, values):
+    assert plain(api(program).variables["x"].value) == values
+
+
+def test_randn_is_seeded_by_manual_seed_and_gives_pytorchs_numbers():
+    import torch
+
+    r = api("torch.manual_seed(3); x = torch.randn(5, 3, requires_grad=True); (x*x).sum()")
+    torch.manual_seed(3)
+    assert r.seed == 3
+    np.testing.assert_array_equal(r.variables["x"].value, torch.randn(5, 3).double().numpy())
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad("torch.manual_seed(1); x = torch.randn(2, requires_grad=True); x.sum()", seed=2)
+    assert str(raised.value) == (
+        "the program calls torch.manual_seed(1) and seed=2 is given; keep one"
+    )
+
+
+def test_dtype_in_the_program_sets_the_run_with_a_note():
+    r = api("x = torch.tensor([1., 2.], dtype=torch.float64, requires_grad=True); (x**2).sum()")
+    assert r.dtype == "float64"
+    assert [n.code for n in r.notes] == ["program_dtype"]
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad(
+            "x = torch.tensor([1.], dtype=torch.float64); "
+            "w = torch.ones(1, dtype=torch.float32, requires_grad=True); (w*x).sum()"
+        )
+    assert raised.value.code == "mixed_dtypes"
+
+
+def test_an_integer_leaf_that_requires_grad_is_refused():
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad("x = torch.tensor([1, 2], requires_grad=True); x.sum()")
+    assert str(raised.value) == (
+        "'torch.tensor([1, 2], requires_grad=True)' is an integer tensor, and only floating "
+        "point tensors can require gradients; write the numbers with a decimal point ([1., 2.]) "
+        "or add dtype=torch.float32"
+    )
+
+
+@pytest.mark.parametrize(
+    ("program", "values"), [("pi = x*2; pi + 1", {"x": 1.0}), ("e*2", {"e": 3})]
+)
+def test_e_and_pi_may_be_shadowed_with_a_note(program, values):
+    r = api(program, **values)
+    assert [n.code for n in r.notes] == ["constant_shadowed"]
+    name = "pi" if "pi" in program else "e"
+    run = cli("grad", program, *[a for k, v in values.items() for a in (f"--{k}", str(v))])
+    assert f"note: '{name}' here is the program's own value, not the constant {name}" in run.stdout
+
+
+def test_reassignment_and_augmented_assignment_make_new_tensors():
+    r = api("y = x + 1; y = y*2; y += x; y.sum()", x="[1., 2.]")
+    assert plain(r.output) == 3 * 1 + 2 + 3 * 2 + 2  # sum of 2(x+1) + x
+    assert plain(r.variables["x"].grad) == [3.0, 3.0]
+
+
+def test_no_grad_block_detaches():
+    r = api(
+        "x = torch.tensor(2.0, requires_grad=True)\n"
+        "with torch.no_grad():\n"
+        "    c = x*3\n"
+        "out = c*x\n"
+        "out"
+    )
+    assert plain(r.variables["x"].grad) == 6.0  # c is the constant 6

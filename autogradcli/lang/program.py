@@ -121,8 +121,8 @@ class _Builder:
 
         class _Current(Rebuild):
             def name(self, found: Name) -> Node:
-                if found.id in builder.leaves:  # a constructor lifted out of the expression
-                    return found
+                if found.id in builder.leaves and found.id not in builder.current:
+                    return found  # a constructor lifted out of the expression
                 base, dot, attr = found.id.partition(".")
                 if base in builder.current:
                     target = builder.current[base]
