@@ -9,8 +9,9 @@ autogradcli`` loads neither torch, SymPy, Typer nor Rich)::
     r.to_dict()  # the CLI's --json document
 
 A notebook cell that calls ``backward()`` or ``print(...)`` itself gives a ``CellResult``:
-each line's ``.grad`` and printed values, checked. ``jacobian``, ``hessian``, ``derivative`` (``order=K``) and ``backward_graph`` work alike;
-``Settings`` (device, dtype, tolerances, seed, limits) is shared by all of them.
+each line's ``.grad`` and printed values, checked. ``jacobian``, ``hessian``,
+``derivative`` (``order=K``) and ``backward_graph`` work alike; ``Settings`` (device, dtype,
+tolerances, seed, limits) is shared by all of them. In Jupyter a result shows its report.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ def grad(
     explain: bool = False,
     const: Iterable[str] = (),
     suggest: bool = True,
+    expect: Mapping[str, Any] | None = None,
     **keywords: Any,
 ) -> GradResult | CellResult:
     """Gradients of ``expression`` (or a program of steps) by autograd's ``backward()``,
@@ -65,7 +66,9 @@ def grad(
     ``.grad`` between passes. ``retain_grad`` names steps (or ``"all"``) whose ``.grad`` to
     keep; it and ``inspect`` fill ``result.tensors``. ``explain`` records the first backward
     pass node by node. ``const`` names inputs with requires_grad=False. ``suggest`` re-runs
-    stable forms of expressions that overflow or lose precision.
+    stable forms of expressions that overflow or lose precision. ``expect`` maps an input's
+    name to the gradient the author expects (a student's answer, an exercise key): the result
+    disagrees when autograd or SymPy does not match it.
 
     >>> import autogradcli as ag
     >>> r = ag.grad("2*x**4 + x**3 + 3*x**2 + 5*x + 1", x=2)
@@ -82,6 +85,7 @@ def grad(
             "retain_grad": bool(retain_grad),
             "inspect": inspect,
             "explain": explain,
+            "expect": bool(expect),
         }
         for option, given_option in asked.items():
             if given_option:
@@ -94,10 +98,19 @@ def grad(
 
     from autogradcli.pipeline import GradRequest, run_grad  # torch and SymPy load from here
 
+    expected = {}
+    if expect:
+        from autogradcli.check.expect import read_expectations
+
+        expected = read_expectations(expect, bound.names, bound.limits)
     request = GradRequest(plan, retained, names != ["all"], inspect, explain)
     result = run_grad(bound, request)
     if suggest and any(c.code in ("overflow", "precision_loss") for c in result.causes()):
-        return _with_suggestions(result, bound, given, weights, const, request)
+        result = _with_suggestions(result, bound, given, weights, const, request)
+    if expected:
+        from autogradcli.check.expect import with_expectations
+
+        result = with_expectations(result, expected)
     return result
 
 

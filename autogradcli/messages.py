@@ -72,6 +72,9 @@ def python_option(name: str, value: str | None) -> str:
     if name == "var" and value is not None:  # --var x=2: a value given by name
         key, _, given = value.partition("=")
         return f"values=dict({key}={given})"
+    if name == "expect" and value is not None:  # --expect x=93: a gradient by name
+        key, _, given = value.partition("=")
+        return f"expect=dict({key}={given})"
     if value is None and name in BOOLEANS:
         return f"{name}=True"
     if value is not None and name in TEXTS | LISTS:
@@ -185,6 +188,23 @@ ERRORS: dict[str, str] = {
     "is shown",
     "program_file": "cannot read the program from '{path}': {reason}; give a readable "
     "text file (@cell.py), - for standard input, or the program in quotes",
+    "line_syntax": "cannot split the line as a shell would: {reason}; close the quotes",
+    "line_command": "a line starts with a command ({commands}), not '{word}', e.g. "
+    'grad "x**3" --x 2',
+    "case_json": "the case is not valid JSON ({reason} at column {column}); write one object "
+    'per line, e.g. {{"command": "grad", "expression": "x**3", "values": {{"x": 2}}}}',
+    "case_fields": 'a JSON case needs "expression" (text) and an optional "command" ({commands})',
+    "case_field": "{reason}; a JSON case takes the Python API's arguments (docs/api.md)",
+    "check_file": "cannot read the cases from '{path}': {reason}; give a text file of command "
+    "lines or JSON Lines, or - for standard input",
+    "shell_name": "'{name}' is a word of the shell; bind a value to another name, e.g. x = 2",
+    "shell_set": "write set NAME VALUE with NAME one of {settings}, e.g. set dtype float64",
+    "shell_flag": "write set {key} on or set {key} off",
+    "expect_spec": "'{spec}': write [[expect=NAME=VALUE]], e.g. [[expect=x=93]]",
+    "expect_unknown": "[[expect]] names '{name}', which is not a differentiated input (inputs: "
+    "{names}); write [[expect=NAME=VALUE]] with one of them",
+    "expect_shape": "the expected gradient of {name} has shape {shape}, and {name}.grad has "
+    "shape {grad}; give one number or a value of the gradient's shape",
     "zero_none": "'{text}': the .grad is None here (no backward() has filled it yet), so "
     "PyTorch raises AttributeError; call backward() first, or write x.grad = None",
     "grad_none_used": "{name}.grad is None here (no backward() has filled it yet); print it "

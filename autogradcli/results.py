@@ -85,6 +85,12 @@ class Rendered(Frozen):
 
         return renderable(self, PYTHON)
 
+    def _repr_html_(self) -> str:
+        """The same report as HTML, for Jupyter (the API's words)."""
+        from autogradcli.render import html
+
+        return html(self)
+
 
 class Judged(Rendered):
     """A result with a verdict (``grad``, ``jacobian``, ``hessian``, ``derivative``)."""
@@ -350,6 +356,28 @@ class Explanation(Frozen):
 
 
 @dataclass(frozen=True)
+class Expectation(Frozen):
+    """A gradient the author expects (``expect=``): whether autograd and SymPy match it."""
+
+    name: str
+    value: np.ndarray
+    autograd_agree: bool
+    sympy_agree: bool
+
+    @property
+    def agree(self) -> bool:
+        return self.autograd_agree and self.sympy_agree
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": plain(self.value),
+            "autograd_agree": self.autograd_agree,
+            "sympy_agree": self.sympy_agree,
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
 class GradResult(Judged):
     """Everything ``grad`` found; ``verdict`` and ``agree`` (exit code 0 or 1) sum it up."""
 
@@ -377,6 +405,7 @@ class GradResult(Judged):
     rounding_bound: float = 0.0  # the relative part of the rounding bound (verdict.py)
     strict: bool = False  # a ≈ verdict fails ``agree``
     suggestions: tuple[Suggestion, ...] = ()
+    expectations: tuple[Expectation, ...] = ()  # the author's expected gradients (expect=)
 
     @property
     def output_agree(self) -> bool:
@@ -412,6 +441,7 @@ class GradResult(Judged):
         checks += [v.numeric_verdict for v in self.variables.values()]
         booleans = [t.agree for t in self.tensors or ()]
         booleans += [] if self.explanation is None else [self.explanation.agree]
+        booleans += [e.agree for e in self.expectations]
         checks += [DISAGREE for b in booleans if b is False]
         return worst(checks)
 
@@ -469,6 +499,7 @@ class GradResult(Judged):
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
                 "suggestions": [x.to_dict() for x in self.suggestions],
+                "expect": {e.name: e.to_dict() for e in self.expectations},
                 **self.verdict_fields(),
             }
         )

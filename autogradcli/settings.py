@@ -33,6 +33,7 @@ NUMBERS: dict[str, tuple[bool, float, float]] = {
     "sympy_seconds": (False, 0, math.inf),
     "repeat": (True, 1, 10_000),
     "order": (True, 1, 8),
+    "jobs": (True, 1, 64),
 }
 
 

@@ -236,6 +236,17 @@ grad = {
             },
             "explain": explain,
             "suggestions": {"type": "array", "items": suggestion},
+            "expect": {
+                "type": "object",
+                "additionalProperties": obj(
+                    {
+                        "value": {"$ref": "#/$defs/tensor"},
+                        "autograd_agree": {"type": "boolean"},
+                        "sympy_agree": {"type": "boolean"},
+                        "agree": {"type": "boolean"},
+                    }
+                ),
+            },
         }
     ),
 }
@@ -412,7 +423,46 @@ cell = {
         }
     ),
 }
-SCHEMAS = {"grad": grad, "derivative": derivative, "graph": graph, "cell": cell, "error": error}
+check = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://autograd-cli/schema/check.schema.json",
+    "title": "autograd-cli check --json: one line per case, then the summary",
+    "oneOf": [
+        obj(
+            {
+                "case": {"type": "integer", "minimum": 1},
+                "source": {"type": "string"},
+                "exit_code": {"enum": [0, 1, 2]},
+                "status": {"enum": ["agree", "disagree", "bad input"]},
+                "seconds": {"type": "number", "minimum": 0},
+                "error": {"type": ["string", "null"]},
+                "document": {"type": ["object", "null"]},
+            }
+        ),
+        obj(
+            {
+                "summary": obj(
+                    {
+                        "cases": {"type": "integer", "minimum": 0},
+                        "agreed": {"type": "integer", "minimum": 0},
+                        "disagreed": {"type": "integer", "minimum": 0},
+                        "bad_input": {"type": "integer", "minimum": 0},
+                        "seconds": {"type": "number", "minimum": 0},
+                        "exit_code": {"enum": [0, 1, 2]},
+                    }
+                )
+            }
+        ),
+    ],
+}
+SCHEMAS = {
+    "grad": grad,
+    "derivative": derivative,
+    "graph": graph,
+    "cell": cell,
+    "check": check,
+    "error": error,
+}
 
 if __name__ == "__main__":
     for name, schema in SCHEMAS.items():

@@ -18,8 +18,10 @@ from typer.core import TyperCommand, TyperGroup
 
 from autogradcli import __version__
 from autogradcli.cli.edge import errors, finish, program_text, report_error
+from autogradcli.cli.lines import BOUND
 from autogradcli.cli.options import (
     ConstOption,
+    ExpectOption,
     ExplainOption,
     InspectOption,
     OrderOption,
@@ -71,6 +73,8 @@ class AutogradGroup(TyperGroup):
         except typer.Abort:
             if not standalone_mode:
                 raise
+            if BOUND.get() is not None:  # in the shell: Ctrl-C cancels this line only
+                raise KeyboardInterrupt from None
             typer.echo("Aborted!", err=True)
             sys.exit(1)
         if standalone_mode:
@@ -192,8 +196,9 @@ ExpressionArg = Annotated[
 ]
 
 
-def _variables(specs: list[str]) -> dict[str, str | None]:
-    """``NAME=VALUE`` items as a dict (``NAME`` alone: no value); a name given twice is an error."""
+def _variables(specs: list[str], expression: str = "") -> dict[str, str | None]:
+    """``NAME=VALUE`` items as a dict (``NAME`` alone: no value); a name given twice is an
+    error. In the shell, values bound earlier fill in the variables the expression needs."""
     values: dict[str, str | None] = {}
     for spec in specs:
         name, has_value, value = spec.partition("=")
@@ -203,15 +208,45 @@ def _variables(specs: list[str]) -> dict[str, str | None]:
         if name in values:
             raise VariableError("given_twice", name=name, first=values[name], second=value)
         values[name] = value if has_value else None
-    return values
+    return {**_bound(expression, values), **values}
+
+
+def _bound(expression: str, given: dict[str, str | None]) -> dict[str, str]:
+    """The shell's bound values of the expression's variables that were not given."""
+    bound = BOUND.get()
+    if not bound or not expression:
+        return {}
+    from autogradcli.lang.parser import parse_expression
+
+    try:
+        program = parse_expression(expression)
+    except AutogradCliError:
+        return {}  # the command itself reports it
+    wanted = [n for n in program.variables if program.leaf(n) is None and n not in given]
+    return {n: bound[n] for n in wanted if n in bound}
+
+
+def _expectations(specs: list[str]) -> dict[str, str]:
+    """``--expect NAME=VALUE`` items as a dict."""
+    found: dict[str, str] = {}
+    for spec in specs:
+        name, has_value, value = spec.partition("=")
+        if not has_value or not name.strip().isidentifier() or not value.strip():
+            raise VariableError("expect_spec", spec=spec)
+        found[name.strip()] = value
+    return found
 
 
 def _run(
-    ctx: typer.Context, json_output: bool, var: list[str] | None, call: Callable[[Any], Any]
+    ctx: typer.Context,
+    json_output: bool,
+    var: list[str] | None,
+    expression: str,
+    call: Callable[[Any], Any],
 ) -> NoReturn:
     """Read the values, call the API (errors become one line), show the result, exit."""
     with errors(ctx, json_output):
-        result = call(_variables(var or []))
+        result = call(_variables(var or [], expression))
     _finish(result, json_output)
 
 
@@ -228,7 +263,7 @@ def _finish(result: Any, json_output: bool) -> NoReturn:
 
 # Options of `grad` that --order cannot combine with, and how to tell they were given.
 ORDER_CLASHES = ("weights", "repeat", "same_graph", "retain_graph", "zero_grad", "inspect")
-ORDER_CLASHES += ("retain_grad", "explain")
+ORDER_CLASHES += ("retain_grad", "explain", "expect")
 
 
 @app.command(cls=GradCommand, epilog=GRAD_EPILOG)
@@ -245,6 +280,7 @@ def grad(
     inspect: InspectOption = False,
     retain_grad: RetainGradOption = None,
     explain: ExplainOption = False,
+    expect: ExpectOption = None,
     order: OrderOption = "1",
     const: ConstOption = None,
     settings: Settings = DEFAULT,
@@ -265,9 +301,11 @@ def grad(
         "inspect": inspect,
         "retain_grad": bool(retain_grad),
         "explain": explain,
+        "expect": bool(expect),
     }
     with errors(ctx, json_output):
-        values = _variables(var or [])
+        values = _variables(var or [], expression)
+        expected = _expectations(expect or [])
         if k > 1:
             clash = [option for option in ORDER_CLASHES if given[option]]
             if clash:
@@ -289,6 +327,7 @@ def grad(
             retain_grad=retain_grad or [],
             explain=explain,
             const=const or [],
+            expect=expected,
         )
     _finish(result, json_output)
 
@@ -314,7 +353,7 @@ def jacobian(
     import autogradcli as ag
 
     expression = _program(ctx, json_output, expression, settings)
-    _run(ctx, json_output, var, lambda values: ag.jacobian(
+    _run(ctx, json_output, var, expression, lambda values: ag.jacobian(
         expression, values, settings=settings, const=const or [], rows=show_rows
     ))  # fmt: skip
 
@@ -339,7 +378,7 @@ def hessian(
     import autogradcli as ag
 
     expression = _program(ctx, json_output, expression, settings)
-    _run(ctx, json_output, var, lambda values: ag.hessian(
+    _run(ctx, json_output, var, expression, lambda values: ag.hessian(
         expression, values, settings=settings, const=const or []
     ))  # fmt: skip
 
@@ -388,7 +427,7 @@ def graph(
             _check_file(path, fmt)
         if images:
             dots.need_graphviz(images[0][1])
-        values = _variables(var or [])
+        values = _variables(var or [], expression)
         built = ag.backward_graph(expression, values, settings=settings, const=const or [])
         text = dots.to_dot(built)
         written = []
@@ -399,6 +438,63 @@ def graph(
             dots.render_image(text, path, fmt)
             written.append(str(path))
     _show_graph(built, text, written, to_stdout, json_output)
+
+
+CHECK_EPILOG = (
+    "Each line of FILE is a command as on the command line, without the program name "
+    '(grad "x**3" --x 2 --expect x=12), or a JSON object with the Python API\'s fields '
+    '({"command": "grad", "expression": "x**3", "values": {"x": 2}}); # starts a comment. '
+    "Exit codes: 0 every case agrees, 1 a case disagrees, 2 a case is bad input."
+)
+
+
+@app.command(epilog=CHECK_EPILOG)
+def check(
+    file: Annotated[str, typer.Argument(help="The cases: a file, or - for standard input.")],
+    json_output: Annotated[
+        bool, typer.Option("--json", help="JSON Lines: one object per case, then a summary.")
+    ] = False,
+    junit_xml: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Write a JUnit XML report to FILE.")
+    ] = None,
+    jobs: Annotated[
+        str, typer.Option(metavar="N", help="Run the cases in N processes.", show_default=False)
+    ] = "1",
+    fail_fast: Annotated[
+        bool, typer.Option("--fail-fast", help="Stop at the first case that does not agree.")
+    ] = False,
+) -> None:
+    """Run many cases from a file in one process, with a summary (and JUnit XML)."""
+    from autogradcli.cli.batch import read_cases
+
+    with errors(None, json_output):
+        workers = parse_number("jobs", jobs)
+        cases = read_cases(_cases_text(file))
+        if junit_xml is not None:
+            _check_file(junit_xml, "junit-xml")
+    from autogradcli.cli.checking import run_check
+
+    raise typer.Exit(run_check(cases, file, json_output, junit_xml, workers, fail_fast))
+
+
+@app.command()
+def shell() -> None:
+    """Ask many questions with one start-up: commands, bindings (x = [1., 2.]) and settings."""
+    from autogradcli.cli import shell as shells
+
+    if sys.stdin.isatty():
+        raise typer.Exit(shells.interactive())
+    raise typer.Exit(shells.run_lines(sys.stdin))
+
+
+def _cases_text(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ValueSpecError("check_file", path=file, reason=reason) from None
 
 
 def _show_graph(

@@ -69,6 +69,14 @@ RetainGradOption = Annotated[
         help="Call retain_grad() on step NAME (or 'all'), so its .grad shows (implies --inspect).",
     ),
 ]
+ExpectOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="NAME=VALUE",
+        help="The gradient you expect for NAME (an answer to check); exit 1 when autograd or "
+        "SymPy disagrees with it. May be repeated.",
+    ),
+]
 ExplainOption = Annotated[
     bool,
     typer.Option(help="Show the chain rule node by node as backward() ran it, checked by SymPy."),

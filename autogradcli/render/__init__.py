@@ -32,6 +32,23 @@ def renderable(result: Any, style: Style = CLI) -> Any:
     return render_graph(result)
 
 
+def html(result: Any, width: int = 100) -> str:
+    """The Rich report as HTML with inline styles (what a notebook shows)."""
+    import io
+
+    from rich.console import Console
+
+    from autogradcli.messages import PYTHON
+
+    console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor")
+    console.print(renderable(result, PYTHON))
+    return console.export_html(
+        inline_styles=True,
+        code_format='<pre style="font-family: Menlo, Consolas, monospace; line-height: 1.3">'
+        "{code}</pre>",
+    )
+
+
 def show(result: Any, json_output: bool) -> None:
     """Print a result: its ``--json`` document, or the Rich report (the CLI's words)."""
     if json_output:

@@ -9,7 +9,7 @@ from rich.text import Text
 from autogradcli.messages import CLI, Style, cause_text, note_text, spell
 from autogradcli.policy.verdict import AGREE, ROUNDING
 from autogradcli.render.cells import MARK_OF, STYLES, error_text, format_array, mark
-from autogradcli.results import GradResult, Suggestion
+from autogradcli.results import Expectation, GradResult, Suggestion
 
 
 def render(result: GradResult, style: Style = CLI) -> Group:
@@ -52,8 +52,20 @@ def render(result: GradResult, style: Style = CLI) -> Group:
         from autogradcli.render.explain import render_explanation
 
         parts.append(render_explanation(result.explanation, result.output_name))
+    parts += [_expectation(e) for e in result.expectations]
     parts.append(_verdict(result))
     return Group(*parts)
+
+
+def _expectation(e: Expectation) -> Text:
+    """``expected x.grad = 93: ✓ autograd ✓ SymPy``."""
+    line = Text(f"you expect {e.name}.grad = ")
+    line.append_text(format_array(e.value))
+    line.append(": autograd ")
+    line.append_text(mark(e.autograd_agree))
+    line.append(", SymPy ")
+    line.append_text(mark(e.sympy_agree))
+    return line
 
 
 def _output_table(result: GradResult) -> Table:
@@ -187,6 +199,15 @@ def _verdict(result: GradResult) -> Text:
     if result.output_verdict == "disagree":
         failing.insert(0, "output")
     failing += [f"tensor {t.name}" for t in result.tensors or () if t.agree is False]
+    wrong = [e for e in result.expectations if not e.agree]
+    if not failing and wrong and result.output_verdict != "disagree":
+        names = ", ".join(f"{e.name}.grad" for e in wrong)
+        return Text(
+            f"{MARK_OF['disagree']} autograd and {who} agree with each other, not with your "
+            f"{names}",
+            style="bold red",
+        )
+    failing += [f"your {e.name}.grad" for e in wrong]
     if result.explanation is not None:
         failing += [
             f"backward node {s.index} ({s.label})" for s in result.explanation.steps if not s.agree

@@ -1,0 +1,79 @@
+"""One command line run in this process: what `shell` and `check` do with each line.
+
+A line is written exactly as on the command line, without the program name
+(``grad "x**3" --x 2``); ``#`` starts a comment. It runs through the same Typer app as the
+command line, so its options, errors and exit codes are the command line's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shlex
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from autogradcli.errors import ValueSpecError
+
+COMMANDS = ("grad", "jacobian", "hessian", "graph")
+INTERRUPTED = 130  # the exit code Click gives a command stopped by Ctrl-C
+
+# Values bound in the shell (``x = [1., 2.]``): a command uses those its expression needs.
+# Set (to a dict, maybe empty) while the shell runs a line.
+BOUND: ContextVar[dict[str, str] | None] = ContextVar("bound", default=None)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A line's exit code (0 agree, 1 disagree, 2 bad input), what it printed, its time."""
+
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+
+
+def split(line: str) -> list[str]:
+    """The line's words as a shell splits them; ``#`` comments dropped; an optional leading
+    ``autograd-cli`` dropped (lines copied from a terminal)."""
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError as exc:
+        raise ValueSpecError("line_syntax", reason=str(exc)) from None
+    if words and words[0] == "autograd-cli":
+        words = words[1:]
+    if words and words[0] not in COMMANDS:
+        raise ValueSpecError("line_command", word=words[0], commands=", ".join(COMMANDS))
+    return words
+
+
+def run(words: list[str], capture: bool = False) -> Outcome:
+    """Run one command's words in this process, as ``autograd-cli WORDS`` would."""
+    from typer.main import get_command
+
+    from autogradcli.cli.app import app
+
+    start = time.perf_counter()
+    out, err = io.StringIO(), io.StringIO()
+    with _captured(out, err) if capture else contextlib.nullcontext():
+        try:
+            get_command(app).main(args=words, prog_name="autograd-cli", standalone_mode=True)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    if code == INTERRUPTED:  # Click's answer to Ctrl-C: the caller decides what stops
+        raise KeyboardInterrupt
+    return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def _captured(out: io.StringIO, err: io.StringIO) -> Iterator[None]:
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        yield
+
+
+def worst(codes: list[int]) -> int:
+    """The exit code of many lines: 2 if any was bad input, else 1 if any disagreed, else 0."""
+    return 2 if 2 in codes else 1 if 1 in codes else 0

@@ -1,0 +1,44 @@
+"""Render ``check``: a line per case that did not agree, then a summary table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from autogradcli.render.cells import MARK_OF, STYLES
+
+MARKS = {0: MARK_OF["agree"], 1: MARK_OF["disagree"], 2: "!"}
+
+
+def case_line(done: Any) -> Text:
+    """``line 3  ✗ disagree  grad "sin(x)" --x 1: why``."""
+    mark = MARKS.get(done.exit_code, "!")
+    text = Text.assemble(
+        (f"line {done.case.line}  ", "dim"),
+        (mark, STYLES.get(mark, "bold red")),
+        f" {done.status}  ",
+        (done.case.text, "cyan"),
+    )
+    if done.summary:
+        text.append(f": {done.summary}")
+    return text
+
+
+def render_summary(summary: dict[str, Any]) -> Group:
+    table = Table(title="check", title_justify="left")
+    for column in ("cases", "agreed", "disagreed", "bad input", "time", "cases/s"):
+        table.add_column(column, justify="right")
+    seconds = summary["seconds"]
+    rate = summary["cases"] / seconds if seconds > 0 else 0.0
+    table.add_row(
+        str(summary["cases"]),
+        str(summary["agreed"]),
+        str(summary["disagreed"]),
+        str(summary["bad_input"]),
+        f"{seconds:.2f} s",
+        f"{rate:.0f}",
+    )
+    return Group(table)
