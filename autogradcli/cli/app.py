@@ -149,6 +149,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: fast to start, and wraps at word boundaries
     help="Gradients by PyTorch autograd, checked against SymPy's symbolic derivative.",
 )
 
