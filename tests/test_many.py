@@ -4,7 +4,9 @@ prompt_toolkit's own test input), `--expect`, and the notebook display."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -90,14 +92,14 @@ def test_check_reports_each_bad_case_by_line_and_runs_the_rest(cases, tmp_path):
     assert names[0] == 'line 2: grad "2*x**4+x**3+3*x**2+5*x+1" --x 2 --expect x=93'
     failure = suite.findall("testcase")[1].find("failure")
     assert failure is not None
-    assert failure.get("message") == "autograd or SymPy disagrees with the expected x.grad"
+    assert failure.get("message") == "expected x.grad = 0, autograd gives 1, SymPy 1"
 
 
 def test_check_summary_table_and_lines_that_did_not_agree(cases):
     run = cli("check", str(cases))
     assert run.exit_code == 2
     out = run.stdout
-    assert 'line 3  ✗ disagree  grad "sin(x)" --x 0 --expect x=0: autograd or SymPy' in out
+    assert 'line 3  ✗ disagree  grad "sin(x)" --x 0 --expect x=0: expected x.grad = 0,' in out
     assert "line 4  ! bad input  grad \"x**2\" --x: variable 'x' needs a value" in out
     assert "line 2 " not in out  # a case that agrees is only counted
     row = next(x for x in out.splitlines() if x.startswith("│"))
@@ -175,7 +177,7 @@ def test_expect_on_the_command_line():
     assert run.exit_code == 1
     assert "you expect x.grad = 11: autograd ✗, SymPy ✗" in run.stdout
     assert run.stdout.rstrip().endswith(
-        "✗ autograd and SymPy agree with each other, not with your x.grad"
+        "✗ autograd and SymPy agree with each other and disagree with your x.grad"
     )
     bad = cli("grad", "x**3", "--x", "2", "--expect", "x")
     assert bad.exit_code == 2
@@ -295,3 +297,37 @@ def test_results_display_as_html_in_a_notebook():
     assert "autograd and SymPy agree" in html
     cell = ag.grad("x = torch.tensor(2.0, requires_grad=True); (x*x).backward()")
     assert "every line agrees with SymPy" in cell._repr_html_()
+
+
+# --- the page docs/shell.md -----------------------------------------------------------------
+
+PAGE = (Path(__file__).resolve().parent.parent / "docs" / "shell.md").read_text()
+TEXT_BLOCKS = re.findall(r"```text\n(.*?)```", PAGE, flags=re.S)
+
+
+def test_the_shell_page_shows_the_sheet_file_as_it_is():
+    sheet = Path(__file__).resolve().parent.parent / "docs" / "examples" / "sheet.txt"
+    assert TEXT_BLOCKS[0] == sheet.read_text()
+
+
+def test_the_shell_page_shows_what_check_prints():
+    run = cli("check", "docs/examples/sheet.txt")
+    assert run.exit_code == 2
+    shown = TEXT_BLOCKS[1].splitlines()
+    printed = " ".join(run.stdout.split())  # the page keeps each case on one line
+    for line in shown:
+        if line.startswith("line "):
+            assert " ".join(line.split()) in printed, line
+    counts = next(x for x in shown if x.startswith("│"))
+    row = next(x for x in run.stdout.splitlines() if x.startswith("│"))
+    assert counts.split("│")[1:5] == row.split("│")[1:5]
+
+
+def test_the_shell_page_session_runs(capsys):
+    session = TEXT_BLOCKS[2].splitlines()
+    lines = [x.removeprefix("autograd> ") for x in session if x.startswith("autograd> ")]
+    assert run_lines(lines) == 0
+    out = capsys.readouterr().out
+    shown = [x for x in session if not x.startswith("autograd> ")]
+    assert out.rstrip().endswith("\n".join(shown))
+    assert "you expect x.grad = [3, 12]: autograd ✓, SymPy ✓" in out

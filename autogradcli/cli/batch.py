@@ -131,12 +131,23 @@ def _summary(done: Done) -> str:
         return done.error or "bad input"
     document = done.document or {}
     cause = document.get("cause") or {}
-    wrong = [n for n, e in (document.get("expect") or {}).items() if not e.get("agree")]
+    expect = document.get("expect") or {}
+    wrong = [n for n, e in expect.items() if not e.get("agree")]
     if wrong:
-        return "autograd or SymPy disagrees with the expected " + ", ".join(
-            f"{n}.grad" for n in wrong
+        variables = document.get("variables") or {}
+        return "; ".join(
+            f"expected {n}.grad = {_short(expect[n]['value'])}, autograd gives "
+            f"{_short(variables[n]['grad'])}, SymPy {_short(variables[n]['expected'])}"
+            for n in wrong
         )
     return str(cause.get("message") or document.get("verdict") or STATUS[done.exit_code])
+
+
+def _short(value: Any) -> str:
+    """A JSON number or nested list, briefly (6 significant digits)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_short(v) for v in value) + "]"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def run_all(

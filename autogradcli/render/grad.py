@@ -203,8 +203,8 @@ def _verdict(result: GradResult) -> Text:
     if not failing and wrong and result.output_verdict != "disagree":
         names = ", ".join(f"{e.name}.grad" for e in wrong)
         return Text(
-            f"{MARK_OF['disagree']} autograd and {who} agree with each other, not with your "
-            f"{names}",
+            f"{MARK_OF['disagree']} autograd and {who} agree with each other and disagree "
+            f"with your {names}",
             style="bold red",
         )
     failing += [f"your {e.name}.grad" for e in wrong]
