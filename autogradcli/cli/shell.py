@@ -246,11 +246,9 @@ class Completer(BaseCompleter):
 
 
 def _options(command: str) -> list[str]:
-    from typer.main import get_command
+    from autogradcli.cli.lines import group
 
-    from autogradcli.cli.app import app
-
-    group = get_command(app)
+    group = group()
     found = group.commands.get(command) if hasattr(group, "commands") else None  # type: ignore[attr-defined]
     if found is None:
         return []
