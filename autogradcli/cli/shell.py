@@ -248,8 +248,7 @@ class Completer(BaseCompleter):
 def _options(command: str) -> list[str]:
     from autogradcli.cli.lines import group
 
-    group = group()
-    found = group.commands.get(command) if hasattr(group, "commands") else None  # type: ignore[attr-defined]
+    found = getattr(group(), "commands", {}).get(command)
     if found is None:
         return []
     return [o for p in found.params for o in p.opts if o.startswith("--")]
