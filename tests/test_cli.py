@@ -389,3 +389,28 @@ def test_inputs_that_break_a_library_still_give_one_error_line(args):
     run = cli("grad", *args)
     assert run.exit_code == 2, run.stdout
     assert run.stderr.startswith("Error: ") and run.stderr.count("\n") == 1
+
+
+def test_no_arguments_print_the_help_and_exit_0():
+    run = cli()
+    assert run.exit_code == 0 and run.stderr == ""
+    assert run.stdout.startswith("Usage: autograd-cli [OPTIONS] COMMAND [ARGS]...")
+    assert "  check " in run.stdout and "  shell " in run.stdout
+
+
+def test_a_flag_given_a_value_says_it_takes_none():
+    run = cli("grad", "x**2", "--x", "2", "--json", "true")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: --json is a flag and takes no value ('true'); write --json. "
+        "See 'autograd-cli grad --help'.\n"
+    )
+
+
+def test_help_shows_flags_as_plain_flags_at_80_columns():
+    run = cli("grad", "--help")
+    assert run.exit_code == 0
+    for flag in ("--inspect", "--same-graph", "--numeric", "--strict", "--explain"):
+        assert f"  {flag} " in run.stdout
+    assert "--no-" not in run.stdout
+    assert max(len(line) for line in run.stdout.splitlines()) <= 100

@@ -64,6 +64,10 @@ class AutogradGroup(TyperGroup):
         except (CLICK_EXCEPTION, _Usage) as exc:
             if not standalone_mode:
                 raise
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+                typer.echo(ctx.get_help())  # no arguments at all: the help, exit 0
+                sys.exit(0)
             message = exc.format_message()
             ctx = getattr(exc, "ctx", None)
             if isinstance(exc, (USAGE_ERROR, _Usage)) and ctx is not None:
@@ -108,6 +112,7 @@ class GradCommand(TyperCommand):
                     takes_value[opt] = not (param.is_flag or param.count)
         known: list[str] = []
         positional: list[str] = []
+        after_flag: dict[str, str] = {}  # a word right after a flag: a value it does not take
         i = 0
         while i < len(args):
             token = args[i]
@@ -119,6 +124,8 @@ class GradCommand(TyperCommand):
                 step = 2 if takes_value[name] and not has_eq else 1
                 known += args[i : i + step]
                 i += step
+                if not takes_value[name] and i < len(args) and not args[i].startswith("-"):
+                    after_flag[args[i]] = name
                 continue
             if token.startswith("--") and name[2:].isidentifier():
                 value: str | None = inline if has_eq else None
@@ -136,6 +143,12 @@ class GradCommand(TyperCommand):
                 ctx,
             )
         if len(positional) > 1:
+            flagged = next((w for w in positional[1:] if w in after_flag), None)
+            if flagged is not None:
+                flag = after_flag[flagged]
+                raise _Usage(
+                    f"{flag} is a flag and takes no value ('{flagged}'); write {flag}", ctx
+                )
             raise _Usage(
                 f"got more than one expression ({', '.join(map(repr, positional))}); quote the "
                 "expression and give values as --NAME VALUE",
@@ -184,6 +197,7 @@ GRAD_EPILOG = (
 ExpressionArg = Annotated[
     str,
     typer.Argument(
+        metavar="EXPRESSION",
         help="Expression in Python syntax: + - * / ** (or ^) @, comparisons, x[i], "
         + " ".join(elementwise_names())
         + "; "
@@ -451,7 +465,9 @@ CHECK_EPILOG = (
 
 @app.command(epilog=CHECK_EPILOG)
 def check(
-    file: Annotated[str, typer.Argument(help="The cases: a file, or - for standard input.")],
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="The cases: a file, or - for standard input.")
+    ],
     json_output: Annotated[
         bool, typer.Option("--json", help="JSON Lines: one object per case, then a summary.")
     ] = False,

@@ -49,18 +49,26 @@ RepeatOption = Annotated[
     typer.Option(metavar="N", help="Passes of forward + backward; .grad accumulates (1 to 10000)."),
 ]
 SameGraphOption = Annotated[
-    bool, typer.Option(help="With --repeat: run backward() again on one graph instead.")
+    bool,
+    typer.Option("--same-graph", help="With --repeat: run backward() again on one graph instead."),
 ]
 RetainGraphOption = Annotated[
     bool,
-    typer.Option(help="With --same-graph: backward(retain_graph=True), so it can run again."),
+    typer.Option(
+        "--retain-graph",
+        help="With --same-graph: backward(retain_graph=True), so it can run again.",
+    ),
 ]
 ZeroGradOption = Annotated[
-    bool, typer.Option(help="Set .grad to None between passes, as optimizer.zero_grad().")
+    bool,
+    typer.Option("--zero-grad", help="Set .grad to None between passes, as optimizer.zero_grad()."),
 ]
 InspectOption = Annotated[
     bool,
-    typer.Option(help="Show every named tensor: data, requires_grad, is_leaf, grad_fn and .grad."),
+    typer.Option(
+        "--inspect",
+        help="Show every named tensor: data, requires_grad, is_leaf, grad_fn and .grad.",
+    ),
 ]
 RetainGradOption = Annotated[
     list[str] | None,
@@ -79,7 +87,9 @@ ExpectOption = Annotated[
 ]
 ExplainOption = Annotated[
     bool,
-    typer.Option(help="Show the chain rule node by node as backward() ran it, checked by SymPy."),
+    typer.Option(
+        "--explain", help="Show the chain rule node by node as backward() ran it, checked by SymPy."
+    ),
 ]
 OrderOption = Annotated[
     str,
@@ -90,7 +100,10 @@ OrderOption = Annotated[
     ),
 ]
 ShowRowsOption = Annotated[
-    bool, typer.Option(help="Print each row with the one-hot external gradient that made it.")
+    bool,
+    typer.Option(
+        "--show-rows", help="Print each row with the one-hot external gradient that made it."
+    ),
 ]
 
 # The shared options: name, annotation, default. Settings and Limits take them by name.
@@ -98,7 +111,11 @@ SHARED: list[tuple[str, Any, Any]] = [
     (
         "device",
         Annotated[
-            str, typer.Option(help="auto (CUDA if available, else CPU), cpu, cuda, cuda:N or mps.")
+            str,
+            typer.Option(
+                metavar="DEVICE",
+                help="auto (CUDA if available, else CPU), cpu, cuda, cuda:N or mps.",
+            ),
         ],
         "auto",
     ),
@@ -141,8 +158,9 @@ SHARED: list[tuple[str, Any, Any]] = [
         Annotated[
             bool,
             typer.Option(
+                "--numeric",
                 help="Add central finite differences in float64 (gradcheck's method) as a "
-                "third check."
+                "third check.",
             ),
         ],
         False,
@@ -152,8 +170,9 @@ SHARED: list[tuple[str, Any, Any]] = [
         Annotated[
             bool,
             typer.Option(
+                "--strict",
                 help="Count a ≈ verdict (within the dtype's rounding, float64 agrees) as a "
-                "disagreement: exit 1."
+                "disagreement: exit 1.",
             ),
         ],
         False,
