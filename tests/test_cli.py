@@ -414,3 +414,23 @@ def test_help_shows_flags_as_plain_flags_at_80_columns():
         assert f"  {flag} " in run.stdout
     assert "--no-" not in run.stdout
     assert max(len(line) for line in run.stdout.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_reports_fit_the_width_and_never_cut_a_number(width):
+    import io
+
+    from rich.console import Console
+
+    import autogradcli as ag
+    from autogradcli.render import renderable
+
+    result = ag.grad("2*x**4+x**3+3*x**2+5*x+1 + sum(W)", x=1.26501e-06, W="[[1.5, -3.75]]")
+    out = io.StringIO()
+    Console(file=out, width=width, no_color=True).print(renderable(result))
+    text = out.getvalue()
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= width
+    for number in ("1.26501e-06", "-3.75", "5.00001"):
+        assert number in text, (width, text)
+    stacked = "  .grad (autograd)" in text
+    assert stacked == (width < 80)  # the table where it fits, rows stacked where it does not

@@ -427,7 +427,7 @@ def test_loss_mse_in_rich_output_with_numeric():
     assert lines[first + 1].startswith("│ │ [3, -1]] │ 4.5], │ 4.5], │ 4.5], │")
     assert lines[first + 1].endswith("│ ✓ numeric │")
     assert lines[first + 2].startswith("│ │ │ [-1.25, │ [-1.25, │ [-1.25, │")
-    assert "┃ variable ┃ value ┃ (autograd) ┃ (SymPy) ┃ diff.) ┃ (SymPy) ┃ error ┃ check ┃" in lines
+    assert "┃ input ┃ value ┃ (autograd) ┃ (SymPy) ┃ diff.) ┃ (SymPy) ┃ error ┃ check ┃" in lines
     assert run.stdout.rstrip().endswith("✓ autograd and SymPy, and the numeric check, agree")
 
 

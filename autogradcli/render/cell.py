@@ -12,7 +12,7 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text
 from autogradcli.policy.verdict import AGREE, ROUNDING
-from autogradcli.render.cells import MARK_OF, STYLES, error_text, format_array, mark
+from autogradcli.render.cells import MARK_OF, STYLES, add_column, error_text, format_array, mark
 from autogradcli.results import CellEvent, CellResult
 
 
@@ -56,7 +56,7 @@ def _grads(event: CellEvent) -> Table:
     if event.kind == "backward":
         columns.insert(3, f"d({_target(event)})/d·")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     for g in event.grads:
         row = ["   " + g.name, format_array(g.grad), format_array(g.expected)]
         if event.kind == "backward":

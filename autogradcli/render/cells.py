@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from rich.text import Text
 
@@ -54,3 +56,51 @@ def mark_expected(agree: bool | None, expected: np.ndarray | None) -> Text:
 
 def error_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
+
+
+def add_column(table: Any, header: str, formula: bool = False) -> None:
+    """A column that wraps its cells at spaces (never mid-number) and is never narrower
+    than its header's longest word; a ``formula`` column may fold a long term."""
+    width = max(len(word) for word in header.split()) if header.strip() else None
+    table.add_column(header, overflow="fold" if formula else "ellipsis", min_width=width)
+
+
+def indented(text: Any, by: int) -> Any:
+    """A multi-line ``Text`` with its later lines indented ``by`` spaces."""
+    from rich.text import Text
+
+    lines = text.split("\n")
+    out = Text()
+    for k, line in enumerate(lines):
+        out.append(" " * by if k else "")
+        out.append_text(line)
+        if k < len(lines) - 1:
+            out.append("\n")
+    return out
+
+
+class Fit:
+    """The wide renderable (a table) where it fits the width, else the narrow one (the same
+    rows stacked), chosen when printed, at the console's width."""
+
+    def __init__(self, wide: Any, narrow: Any) -> None:
+        self.wide, self.narrow = wide, narrow
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        unbounded = options.update(width=10_000)
+        need = Measurement.get(console, unbounded, _words_whole(self.wide)).minimum
+        yield self.wide if need <= options.max_width else self.narrow
+
+
+def _words_whole(table: Any) -> Any:
+    """The table with each column at least as wide as its longest word (header or cell), so
+    that a number is never cut."""
+    for column in getattr(table, "columns", []):
+        if column.overflow == "fold":  # formulas may break anywhere; numbers never do
+            continue
+        texts = [str(column.header), *(str(getattr(c, "plain", c)) for c in column._cells)]
+        longest = max((len(w) for t in texts for w in t.split()), default=0)
+        column.min_width = max(column.min_width or 0, longest)
+    return table

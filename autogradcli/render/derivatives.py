@@ -8,7 +8,7 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text
 from autogradcli.policy.verdict import AGREE, ROUNDING
-from autogradcli.render.cells import MARK_OF, STYLES, error_text, format_array, mark
+from autogradcli.render.cells import MARK_OF, STYLES, add_column, error_text, format_array, mark
 from autogradcli.results import DerivativeResult
 
 TITLES = {
@@ -73,7 +73,7 @@ def _rows(result: DerivativeResult) -> Table:
     )
     names = list(result.rows[0].grads)
     for column in ("out index", "one-hot w", *(f"{n}.grad = row" for n in names)):
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     for row in result.rows:
         cells = [str(list(row.index)), format_array(row.one_hot)]
         table.add_row(*cells, *(format_array(row.grads[n]) for n in names))
@@ -91,7 +91,7 @@ def _blocks(result: DerivativeResult) -> Table:
     columns += ["numeric\n(central diff.)"] if numeric else []
     columns += ["max abs\nerror", "check"]
     for column in columns:
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     for b in result.blocks:
         cells: list[RenderableType] = [b.key, format_array(b.autograd)]
         if cross:

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from autogradcli.render.cells import format_array, mark, mark_expected
+from autogradcli.render.cells import add_column, format_array, mark, mark_expected
 from autogradcli.results import Explanation
 
 
@@ -27,7 +27,7 @@ def _nodes(explanation: Explanation, output: str) -> Table:
     )
     columns = ("#", "PyTorch node", "gradient in", "to", "× local ∂\n(SymPy)", "= sent", "check")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     for step in explanation.steps:
         node = Text(" + ".join(step.grad_fns), style="bold")
         node.append(f"\n{step.label}" + (" (leaf)" if step.leaf else ""), style="")
@@ -65,7 +65,7 @@ def _vjp(explanation: Explanation, output: str) -> Table:
         f"grad of\nsum({output}*w)",
         "check",
     ):
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     for check in explanation.vjp:
         table.add_row(
             check.name,

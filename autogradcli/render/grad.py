@@ -8,7 +8,16 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text, spell
 from autogradcli.policy.verdict import AGREE, ROUNDING
-from autogradcli.render.cells import MARK_OF, STYLES, error_text, format_array, mark
+from autogradcli.render.cells import (
+    MARK_OF,
+    STYLES,
+    Fit,
+    add_column,
+    error_text,
+    format_array,
+    indented,
+    mark,
+)
 from autogradcli.results import Expectation, GradResult, Suggestion
 
 
@@ -24,11 +33,11 @@ def render(result: GradResult, style: Style = CLI) -> Group:
     if result.seed is not None:
         header.append(f" · seed {result.seed}")
     parts.append(header)
-    parts.append(_output_table(result))
+    parts.append(Fit(_output_table(result), _output_rows(result)))
     if result.weights is not None:
         what = spell("external gradient ([[weights]])", style)
         parts.append(Text(f"{what}: {format_array(result.weights)}"))
-    parts.append(_gradient_table(result))
+    parts.append(Fit(_gradient_table(result), _gradient_rows(result)))
     for var in result.variables.values():
         if var.chain:
             parts.append(
@@ -77,7 +86,7 @@ def _output_table(result: GradResult) -> Table:
         "max abs error",
         "check",
     ):
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     table.add_row(
         f"{result.output_name} {list(result.output.shape)}",
         format_array(result.output),
@@ -91,11 +100,11 @@ def _output_table(result: GradResult) -> Table:
 def _gradient_table(result: GradResult) -> Table:
     table = Table(title="gradients", title_justify="left", show_lines=True)
     numeric = any(v.numeric is not None for v in result.variables.values())
-    columns = ["variable", "value", ".grad\n(autograd)", f"expected\n({result.expected_by})"]
+    columns = ["input", "value", ".grad\n(autograd)", f"expected\n({result.expected_by})"]
     columns += ["numeric\n(central diff.)"] if numeric else []
     columns += ["derivative\n(SymPy)", "max abs\nerror", "check"]
     for column in columns:
-        table.add_column(column, overflow="fold")
+        add_column(table, column, formula=column.startswith("derivative"))
     for v in result.variables.values():
         if v.requires_grad:
             cells = [v.name, format_array(v.value), format_array(v.grad), format_array(v.expected)]
@@ -115,16 +124,56 @@ def _gradient_table(result: GradResult) -> Table:
     return table
 
 
+def _gradient_rows(result: GradResult) -> Group:
+    """The gradients table's rows stacked, for a terminal too narrow for the table."""
+    lines: list[Text] = [Text("gradients", style="italic")]
+    for v in result.variables.values():
+        value = indented(format_array(v.value), len(v.name) + 3)
+        lines.append(Text.assemble((v.name, "bold"), " = ", value))
+        if not v.requires_grad:
+            lines.append(Text("  .grad              None (requires_grad=False)"))
+            continue
+        rows = [
+            (".grad (autograd)", format_array(v.grad)),
+            (f"expected ({result.expected_by})", format_array(v.expected)),
+        ]
+        if v.numeric is not None:
+            rows.append(("numeric", format_array(v.numeric)))
+        rows += [
+            ("derivative (SymPy)", Text(_short(v.derivative or "—"))),
+            ("max abs error", Text(error_text(v.max_abs_error))),
+            ("check", mark(v.verdict)),
+        ]
+        if v.numeric_verdict is not None:
+            rows.append(("numeric check", mark(v.numeric_verdict)))
+        lines += [Text.assemble(f"  {label:<19}", indented(value, 21)) for label, value in rows]
+    return Group(*lines)
+
+
+def _output_rows(result: GradResult) -> Group:
+    """The output table stacked, for a narrow terminal."""
+    rows = [
+        ("value (torch)", format_array(result.output)),
+        (f"expected ({result.expected_by})", format_array(result.output_expected)),
+        ("max abs error", Text(error_text(result.output_max_abs_error))),
+        ("check", mark(result.output_verdict)),
+    ]
+    head = Text(f"output {result.output_name} {list(result.output.shape)}", style="italic")
+    return Group(
+        head, *(Text.assemble(f"  {label:<19}", indented(value, 21)) for label, value in rows)
+    )
+
+
 def _passes_table(result: GradResult) -> Table:
     """``.grad`` after each pass beside SymPy's expectation for that pass."""
     table = Table(show_lines=True)
     table.add_column("pass")
     names = list(result.passes[0].grads)
     for name in names:
-        table.add_column(f"{name}.grad", overflow="fold")
+        table.add_column(f"{name}.grad", overflow="ellipsis")
         table.add_column(
             "expected (SymPy)\n" + ("single" if result.zero_grad else "pass × single"),
-            overflow="fold",
+            overflow="ellipsis",
         )
     table.add_column("check")
     for p in result.passes:

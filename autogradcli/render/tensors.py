@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autogradcli.messages import CLI, Style
-from autogradcli.render.cells import format_array, mark, mark_expected
+from autogradcli.render.cells import add_column, format_array, mark, mark_expected
 from autogradcli.results import TensorResult
 
 
@@ -31,7 +31,7 @@ def render_tensors(tensors: tuple[TensorResult, ...], style: Style = CLI) -> Ren
         show_lines=True,
     )
     for column in ("tensor", "data", "requires_grad", "is_leaf", "grad_fn", "grad", "check"):
-        table.add_column(column, overflow="fold")
+        add_column(table, column)
     reasons: dict[str, list[str]] = {}
     for t in tensors:
         table.add_row(
