@@ -100,3 +100,23 @@ def test_each_readme_lesson_command_runs(command):
         assert run.stderr.startswith("Error: backward pass 2 on the same graph: PyTorch: Trying")
     else:
         assert run.exit_code == 0, run.stderr
+
+
+def test_the_cli_reference_is_what_the_commands_print():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "cli_reference", ROOT / "scripts" / "cli_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "docs" / "cli.md").read_text() == module.page(), (
+        "run python scripts/cli_reference.py"
+    )
+
+
+def test_the_site_lists_every_page():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f": {page.name}" in nav, page.name
