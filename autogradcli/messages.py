@@ -135,6 +135,7 @@ ERRORS: dict[str, str] = {
     "(x.sum()) or in torch, F (torch.nn.functional), np or math (torch.sin(x))",
     "unknown_function": "unknown function '{name}'{hint} (autograd-cli grad --help lists "
     "the functions)",
+    "outside_maths": "{what} is not part of the maths the tool checks; {instead}",
     "unknown_spelling": "{what} is not supported{hint} (autograd-cli grad --help lists the "
     "functions)",
     "namespace_alone": "'{name}' is a module; call a function in it, e.g. {name}.exp(x)",
@@ -213,6 +214,9 @@ ERRORS: dict[str, str] = {
     "cell_option": "[[{option}]] does not apply to a cell that calls backward() or print(...) "
     "itself: its own lines say what runs (backward(gradient=..., retain_graph=True), "
     "x.grad.zero_(), print(x.grad))",
+    "in_place_leaf": "'{text}' changes the leaf {name} in place, and PyTorch refuses that for "
+    "a leaf that requires grad (a leaf Variable that requires grad is being used in an "
+    "in-place operation); write {name}2 = {name} + ... with a new name",
     "in_place": "'{text}' changes a tensor in place; the in-place operation a cell may use "
     "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
     "print_format": "'{text}': print names and expressions, without formatting, e.g. print(x.grad)",
@@ -490,7 +494,8 @@ def glossary_text(key: str, style: Style = PYTHON) -> str:
 
 NOTES: dict[str, str] = {
     "program_dtype": "the program's values are {dtype} (dtype=), so everything runs in {dtype}",
-    "constant_shadowed": "'{name}' here is the program's own value, not the constant {name}",
+    "constant_shadowed": "'{name}' here is a variable (given a value or assigned), not the "
+    "constant {name}",
     "numeric_fallback": "{reason}; checked numerically instead (central differences, float64)",
     "timeout_fallback": "{reason} ([[sympy_seconds]]); checked numerically instead",
     "no_number_fallback": "SymPy gives no number here ({reason}); checked numerically instead",

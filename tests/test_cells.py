@@ -328,9 +328,9 @@ def test_the_cell_report():
     assert "\n".join(line.rstrip() for line in run.stdout.split("\n")) == (
         "cell   device cpu · dtype float32 · rtol 1.3e-06, atol 1e-05\n"
         "[1] Q.backward(gradient=external_grad)  ✓\n"
-        "      .grad (torch)  expected (SymPy)  d(Q)/d·  max abs error  check\n"
-        "   a  [36, 81]       [36, 81]          9*a**2   0              ✓\n"
-        "   b  [-12, -8]      [-12, -8]         -2*b     0              ✓\n"
+        "      .grad (torch)  expected (SymPy)  derivative (SymPy)  max abs error  check\n"
+        "   a  [36, 81]       [36, 81]          9*a**2              0              ✓\n"
+        "   b  [-12, -8]      [-12, -8]         -2*b                0              ✓\n"
         "[2] print(9*a**2 == a.grad)  ✓\n"
         "   9*a**2 == a.grad = [True, True]   ✓\n"
         "[3] print(-2*b == b.grad)  ✓\n"
@@ -351,3 +351,30 @@ def test_cell_json_document():
 def test_a_program_with_only_steps_is_still_one_grad():
     r = ag.grad("y = x + 1; y = y*2; y.sum()", x="[1., 2.]")
     assert isinstance(r, ag.GradResult) and r.grads["x"].tolist() == [2.0, 2.0]
+
+
+def test_a_leaf_the_backward_did_not_reach_shows_no_derivative():
+    r = ag.grad(
+        "x = torch.tensor([1., 2.], requires_grad=True)\n"
+        "y = torch.tensor([3., 4.], requires_grad=True)\n"
+        "(x*y).sum().backward()\n"
+        "y.dot(y).backward()\n"
+    )
+    second = {g.name: g for g in r.events[1].grads}
+    assert second["x"].derivative is None and second["x"].grad.tolist() == [3.0, 4.0]
+    assert second["y"].derivative is not None and second["y"].grad.tolist() == [7.0, 10.0]
+
+
+def test_in_place_on_a_leaf_that_requires_grad_is_refused_as_pytorch_refuses_it():
+    with pytest.raises(ag.AutogradCliError) as raised:
+        ag.grad("x = torch.tensor(1.0, requires_grad=True); x += 1; x.backward()")
+    assert str(raised.value) == (
+        "'x += 1' changes the leaf x in place, and PyTorch refuses that for a leaf that requires "
+        "grad (a leaf Variable that requires grad is being used in an in-place operation); write "
+        "x2 = x + ... with a new name"
+    )
+
+
+def test_a_shown_tensor_is_not_a_use():
+    r = ag.grad("x = torch.arange(4.0); x; x.requires_grad_(True); (x*x).sum().backward()")
+    assert r.grads["x"].tolist() == [0.0, 2.0, 4.0, 6.0]

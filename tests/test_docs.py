@@ -57,7 +57,8 @@ def test_console_example_prints_what_the_page_shows(page, command, shown):
         line.rstrip() for line in (run.stdout + run.stderr).rstrip("\n").split("\n")
     )
     assert printed == shown, f"{page}: output of '{command}' changed"
-    expected_code = 2 if shown.startswith("Error:") else 1 if "disagree" in shown else 0
+    error = shown.startswith("Error:") or "\nError: " in shown  # a cell stops after its lines
+    expected_code = 2 if error else 1 if "disagree" in shown else 0
     assert run.exit_code == expected_code
 
 

@@ -91,7 +91,9 @@ def test_unparse_round_trips(text):
         ("torch.foo(x)", "torch.foo is not supported (autograd-cli grad --help lists"),
         ("math.sum(x)", "math.sum is not supported; did you mean sum? (autograd-cli grad --help"),
         ("torch.nn.Linear(2, 2)", "torch.nn.Linear is not supported"),
-        ("x.item()", ".item() is not supported (autograd-cli grad --help lists the functions)"),
+        ("x.item()", ".item() is not part of the maths the tool checks; print(x) shows the value"),
+        ("x.cuda()", ".cuda() is not part of the maths the tool checks; choose the device with"),
+        ("x.size(0)", ".size() is not part of the maths the tool checks; print(x.shape) shows"),
         (
             "x.exp_()",
             "'x.exp_()' changes a tensor in place; the in-place operation a cell may use is "

@@ -31,8 +31,11 @@ class Ledger:
     causes: dict[str, Cause | None] = field(default_factory=dict)
     derivative: dict[str, str | None] = field(default_factory=dict)
 
+    reached: set[str] = field(default_factory=set)  # the leaves the last backward() reached
+
     def add(self, check: GradResult) -> None:
         """One ``backward()``: its own gradients, checked, added to the sums."""
+        self.reached = set()
         for name, v in check.variables.items():
             if not v.requires_grad or v.expected is None or v.grad is None:
                 continue
@@ -46,6 +49,7 @@ class Ledger:
             self.verdicts.setdefault(name, []).append(v.verdict or AGREE)
             self.causes[name] = v.cause or self.causes.get(name)
             self.derivative[name] = v.derivative
+            self.reached.add(name)
 
     def reset(self, name: str, to: str) -> None:
         """``x.grad.zero_()`` or ``x.grad = None``."""
@@ -58,7 +62,7 @@ class Ledger:
     def leaf(self, name: str, grad: np.ndarray | None, derivative: bool) -> LeafGrad:
         """The leaf's ``.grad`` now against the sum SymPy expects."""
         want = self.expected.get(name)
-        text = self.derivative.get(name) if derivative else None
+        text = self.derivative.get(name) if derivative and name in self.reached else None
         if grad is None or want is None:
             verdict = None if grad is None and want is None else DISAGREE
             cause = None if verdict is None else Cause("grad_presence", {"none": grad is None})

@@ -20,7 +20,7 @@ from autogradcli.lang.tree import (
     Unary,
     walk,
 )
-from autogradcli.lang.vocabulary import CONSTANTS, KINKED, OPS
+from autogradcli.lang.vocabulary import CONSTANTS, KINKED, OPS, definition
 from autogradcli.settings import Limits
 
 MAX_INT_BITS = 1024  # integer constants stay below the float range
@@ -114,8 +114,7 @@ class _Elementwise(Fold[bool]):
         return left and right and node.op != "@"
 
     def expansion(self, node: Call, placeholders: list[Name]) -> Node | None:
-        op = OPS[node.func]
-        return None if op.expand is None else op.expand(*placeholders, **node.options)
+        return definition(node, placeholders)
 
     def call(self, node: Call, args: list[bool]) -> bool:
         op = OPS[node.func]

@@ -91,6 +91,22 @@ CONSTRUCTORS = frozenset(
 )
 # Attributes a print(...) may read; they are not part of the computation.
 READABLE = ("grad", "requires_grad", "is_leaf", "grad_fn", "shape")
+# Tensor methods that are not maths, and what to write instead.
+OUTSIDE: dict[str, str] = {
+    "cuda": "choose the device with --device cuda (device= in the API)",
+    "cpu": "choose the device with --device cpu (device= in the API)",
+    "to": "choose the device and dtype with --device and --dtype (device=, dtype= in the API)",
+    "float": "choose the dtype with --dtype float32 (dtype= in the API)",
+    "double": "choose the dtype with --dtype float64 (dtype= in the API)",
+    "half": "choose the dtype with --dtype float16 (dtype= in the API)",
+    "size": "print(x.shape) shows the shape",
+    "numel": "print(x.shape) shows the shape",
+    "dim": "print(x.shape) shows the shape",
+    "item": "print(x) shows the value",
+    "tolist": "print(x) shows the value",
+    "numpy": "print(x) shows the value",
+    "register_hook": "hooks are not supported yet; --explain shows each gradient on its way",
+}
 # Names people reach for, and what this language calls them.
 SYNONYMS: dict[str, str] = {
     "ln": "log",
@@ -392,6 +408,8 @@ class Converter:
             return ExpressionError("unknown_function", name=short, hint=_hint(guess))
         prefix = spelled.rsplit(".", 1)[0]
         what = f".{short}()" if prefix == "Tensor" else spelled
+        if prefix == "Tensor" and short in OUTSIDE:
+            return ExpressionError("outside_maths", what=what, instead=OUTSIDE[short])
         same = sorted(k.split(".")[-1] for k in SPELLINGS if k.startswith(prefix + "."))
         if short.endswith("_") and short[:-1] in same:
             return ExpressionError("in_place", text=ast.unparse(node))

@@ -233,6 +233,11 @@ class _Builder:
         if not isinstance(stmt.target, ast.Name) or type(stmt.op) not in AUGMENTED:
             raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
         written = stmt.target.id
+        leaf = self.leaves.get(self.current.get(written, ""))
+        if (leaf is not None and leaf.requires_grad) or (
+            written not in self.current and written not in CONSTANTS
+        ):
+            raise ExpressionError("in_place_leaf", text=_text(stmt), name=written)
         old = self.expression(ast.Name(written))
         node = Binary(AUGMENTED[type(stmt.op)], old, self.expression(stmt.value))
         self.add_step(written, Call("detach", (node,)) if no_grad else node)
@@ -288,7 +293,9 @@ class _Builder:
         if last and not self.is_cell():
             self.root = self.expression(value)
             return None
+        used = set(self.used)
         self.statements.append(Show((self.expression(value, readable=True),), self.written(stmt)))
+        self.used = used  # showing a tensor builds nothing on it
         return None
 
     def is_cell(self) -> bool:
@@ -340,6 +347,7 @@ class _Builder:
         self.require_grad(owner.id, flag, _text(stmt))
 
     def show(self, args: list[ast.expr], keywords: list[ast.keyword], stmt: ast.Expr) -> None:
+        used = set(self.used)
         items: list[Node | str] = []
         for arg in args:
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -351,6 +359,7 @@ class _Builder:
         if any(k.arg not in ("sep", "end", "flush") for k in keywords):
             raise ExpressionError("print_format", text=_text(stmt))
         self.statements.append(Show(tuple(items), self.written(stmt)))
+        self.used = used  # showing a tensor builds nothing on it
 
     def manual_seed(self, node: ast.Call) -> None:
         if len(node.args) != 1 or node.keywords:

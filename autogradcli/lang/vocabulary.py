@@ -1160,6 +1160,16 @@ KINKS: dict[str, str] = {
 KINKED: frozenset[str] = frozenset(op.name for op in _OPS if op.kink)
 
 
+def definition(node: Any, placeholders: list[Any]) -> Any:
+    """The operation's definition through others (a loss through means and logs), with the
+    placeholders standing for its arguments; None when it is folded as itself."""
+    op = OPS[node.func]
+    if op.expand is None:
+        return None
+    positional, keywords = arguments(node, list(placeholders))
+    return op.expand(*positional, **keywords)
+
+
 def arguments(node: Call, values: list[Any]) -> tuple[list[Any], dict[str, Any]]:
     """How an entry's functions take a call's folded arguments: the required tensors by
     position, the optional tensors that are there and the parameters by name."""

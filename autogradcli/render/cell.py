@@ -12,7 +12,15 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text
 from autogradcli.policy.verdict import AGREE, ROUNDING
-from autogradcli.render.cells import MARK_OF, STYLES, add_column, error_text, format_array, mark
+from autogradcli.render.cells import (
+    MARK_OF,
+    STYLES,
+    add_column,
+    error_text,
+    format_array,
+    indented,
+    mark,
+)
 from autogradcli.results import CellEvent, CellResult
 
 
@@ -54,31 +62,35 @@ def _grads(event: CellEvent) -> Table:
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
     columns = ["", ".grad (torch)", "expected (SymPy)", "max abs error", "check"]
     if event.kind == "backward":
-        columns.insert(3, f"d({_target(event)})/d·")
+        columns.insert(3, "derivative (SymPy)")
     for column in columns:
-        add_column(table, column)
+        add_column(table, column, formula=column.startswith("derivative"))
     for g in event.grads:
         row = ["   " + g.name, format_array(g.grad), format_array(g.expected)]
         if event.kind == "backward":
-            row.append(g.derivative or "—")
+            row.append(_short(g.derivative or "—"))
         row += [error_text(g.max_abs_error), mark(g.verdict)]
         table.add_row(*row)
     return table
 
 
-def _target(event: CellEvent) -> str:
-    return event.statement.split(".backward(")[0]
+SHOWN = 80  # characters of a derivative in a cell's table; --json has all of it
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}… (all of it in --json)"
 
 
 def _shown(text: str, value: Any, expected: Any, verdict: str | None) -> Text:
-    line = Text(f"   {text} = " if text != _plain(value) else "   ")
-    line.append_text(_value(value))
+    head = f"   {text} = " if text != _plain(value) else "   "
+    line = Text(head)
+    line.append_text(indented(_value(value), len(head)))
     if verdict is not None:
         line.append("   ")
         line.append_text(mark(verdict))
         if verdict != AGREE:
             line.append("  expected ")
-            line.append_text(_value(expected))
+            line.append_text(indented(_value(expected), len(head)))
     return line
 
 
