@@ -201,6 +201,14 @@ ERRORS: dict[str, str] = {
     "shell_name": "'{name}' is a word of the shell; bind a value to another name, e.g. x = 2",
     "shell_set": "write set NAME VALUE with NAME one of {settings}, e.g. set dtype float64",
     "shell_flag": "write set {key} on or set {key} off",
+    "plot_range": "'{text}' is not a range; write LOW:HIGH with LOW < HIGH, e.g. -3:3",
+    "plot_wrt": "say which variable to plot along with [[wrt=NAME]] and give the others "
+    "values (variables: {variables})",
+    "plot_not_elementwise": "the output does not have one value per point of {name}: plot "
+    "needs an elementwise expression of {name} (no sum, mean or matrix product over it)",
+    "plot_extra": 'writing a {suffix} file needs matplotlib: pip install "autograd-cli[plot]" '
+    "(or leave out [[output]] to plot in the terminal)",
+    "plot_format": "'{path}': write the plot to a .png, .svg or .pdf file",
     "expect_spec": "'{spec}': write [[expect=NAME=VALUE]], e.g. [[expect=x=93]]",
     "expect_unknown": "[[expect]] names '{name}', which is not a differentiated input (inputs: "
     "{names}); write [[expect=NAME=VALUE]] with one of them",

@@ -34,6 +34,7 @@ NUMBERS: dict[str, tuple[bool, float, float]] = {
     "repeat": (True, 1, 10_000),
     "order": (True, 1, 8),
     "jobs": (True, 1, 64),
+    "points": (True, 2, 100_000),
 }
 
 

@@ -455,12 +455,40 @@ check = {
         ),
     ],
 }
+plot = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://autograd-cli/schema/plot.schema.json",
+    "title": "autograd-cli plot --json",
+    "$defs": DEFS,
+    **obj(
+        {
+            "schema_version": {"const": 1},
+            "command": {"const": "plot"},
+            "expression": {"type": "string"},
+            "wrt": {"type": "string"},
+            "order": {"type": "integer", "minimum": 1},
+            "fixed": {"type": "object", "additionalProperties": {"type": "string"}},
+            **{
+                k: {"type": "array", "items": {"$ref": "#/$defs/number"}}
+                for k in ("x", "f", "f_expected", "autograd", "expected")
+            },
+            **{
+                k: {"type": "array", "items": {"type": "boolean"}}
+                for k in ("disagree", "kinks", "undefined")
+            },
+            "written": {"type": "array", "items": {"type": "string"}},
+            "verdict": {"$ref": "#/$defs/verdict"},
+            "agree": {"type": "boolean"},
+        }
+    ),
+}
 SCHEMAS = {
     "grad": grad,
     "derivative": derivative,
     "graph": graph,
     "cell": cell,
     "check": check,
+    "plot": plot,
     "error": error,
 }
 

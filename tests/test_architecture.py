@@ -32,6 +32,7 @@ LAYERS = [
     "pipeline",
     "cellrun",
     "api",
+    "sample",
     "render",
     "cli",
     "__main__",

@@ -455,6 +455,76 @@ def graph(
     _show_graph(built, text, written, to_stdout, json_output)
 
 
+PLOT_EPILOG = (
+    'Example: autograd-cli plot "x*abs(x)" --x -3:3. The variable given as LOW:HIGH is the '
+    "axis; the others take values as in grad. Exit codes: 0 agree, 1 disagree, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=PLOT_EPILOG)
+@with_settings(skip=("max_entries",))
+def plot(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    wrt: Annotated[
+        str | None, typer.Option(metavar="NAME", help="The variable along the axis.")
+    ] = None,
+    points: Annotated[str, typer.Option(metavar="N", help="Sample points (2 to 100000).")] = "200",
+    order: OrderOption = "1",
+    output: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Write a .png, .svg or .pdf (needs matplotlib)."),
+    ] = None,
+    settings: Settings = DEFAULT,
+    json_output: bool = False,
+) -> None:
+    """Plot f, autograd's derivative and SymPy's over a range; mark where they disagree."""
+    from autogradcli.render import plot as plots
+    from autogradcli.sample import parse_range, sample
+
+    expression = _program(ctx, json_output, expression, settings)
+    with errors(ctx, json_output):
+        values = _variables(var or [], expression)
+        ranges = {n: v for n, v in values.items() if v is not None and ":" in v}
+        name = wrt or (next(iter(ranges)) if len(ranges) == 1 else None)
+        span = parse_range(ranges.pop(name)) if name in ranges else (-3.0, 3.0)
+        if output is not None:
+            _check_file(output, "output")
+        result = sample(
+            expression, values={k: v for k, v in values.items() if k != name}, wrt=name,
+            span=span, points=parse_number("points", points), order=parse_number("order", order),
+            settings=settings,
+        )  # fmt: skip
+        if output is not None:
+            plots.to_file(result, output)
+    if output is not None:
+        from dataclasses import replace
+
+        result = replace(result, written=(str(output),))
+    if json_output:
+        from autogradcli.render.json import dumps
+
+        typer.echo(dumps(result.to_dict()))
+    else:
+        if output is None:
+            typer.echo(plots.terminal(result))
+        else:
+            typer.echo(f"wrote {output}")
+        typer.echo(_plot_verdict(result))
+    raise typer.Exit(0 if result.agree else 1)
+
+
+def _plot_verdict(result: Any) -> str:
+    marks = {"agree": "✓", "rounding": "≈", "disagree": "✗"}
+    n, wrong = result.x.size, int(result.disagree.sum())
+    where = f"at {wrong} of {n} points" if wrong else f"at the {n} points"
+    verb = {"agree": "agree", "rounding": "agree within rounding", "disagree": "disagree"}
+    extra = f"; {int(result.kinks.sum())} at kinks" if result.kinks.any() else ""
+    extra += f"; {int(result.undefined.sum())} undefined" if result.undefined.any() else ""
+    return f"{marks[result.verdict]} autograd and SymPy {verb[result.verdict]} {where}{extra}"
+
+
 CHECK_EPILOG = (
     "Each line of FILE is a command as on the command line, without the program name "
     '(grad "x**3" --x 2 --expect x=12), or a JSON object with the Python API\'s fields '

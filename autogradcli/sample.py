@@ -1,0 +1,99 @@
+"""``plot``'s data: an elementwise expression sampled over a range of one variable.
+
+The variable becomes a vector of the sample points, so autograd's derivative at every point
+comes from one backward pass (``backward(ones)`` of an elementwise output gives each point's
+own derivative), and SymPy's derivative is evaluated at each point independently; the
+K-th derivative goes through ``derivative`` the same way. Nothing here draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from autogradcli.errors import OptionError, VariableError
+from autogradcli.results import PlotResult
+from autogradcli.settings import Settings, number
+
+
+def parse_range(text: str) -> tuple[float, float]:
+    """``"-3:3"`` as (-3.0, 3.0)."""
+    low, sep, high = text.partition(":")
+    try:
+        lo, hi = float(low), float(high)
+    except ValueError:
+        lo = hi = float("nan")
+    if not sep or not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
+        raise OptionError("plot_range", text=text)
+    return lo, hi
+
+
+def sample(
+    expression: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    wrt: str | None = None,
+    span: tuple[float, float] | str = (-3.0, 3.0),
+    points: int = 200,
+    order: int = 1,
+    settings: Settings | None = None,
+    **keywords: Any,
+) -> PlotResult:
+    """f, autograd's K-th derivative and SymPy's over ``points`` points of ``span`` in
+    ``wrt`` (the other variables fixed at ``values``)."""
+    from autogradcli.api import derivative, grad, split
+    from autogradcli.lang.parser import parse_expression
+
+    chosen, given = split(settings, values, keywords)
+    points = int(number("points", points))
+    order = int(number("order", order))
+    lo, hi = parse_range(span) if isinstance(span, str) else (float(span[0]), float(span[1]))
+    program = parse_expression(expression, chosen.limits)
+    free = [n for n in program.variables if n not in given]
+    name = wrt or (free[0] if len(free) == 1 else None)
+    if name is None or name not in program.variables:
+        raise VariableError("plot_wrt", variables=list(program.variables))
+    xs = np.linspace(lo, hi, points)
+    inputs = {**given, name: xs}
+    const = [n for n in program.variables if n != name]
+    if order == 1:
+        result: Any = grad(expression, inputs, settings=chosen, weights="ones", const=const)
+        if result.output.shape != xs.shape:
+            raise VariableError("plot_not_elementwise", name=name)
+        variable = result.variables[name]
+        computed, expected = variable.grad, variable.expected
+        f, f_expected, verdict = result.output, result.output_expected, result.verdict
+        rtol, atol = result.rtol, result.atol
+    else:
+        result = derivative(expression, inputs, settings=chosen, order=order, const=const)
+        block = next(b for b in result.blocks if b.key == name)
+        computed, expected = block.autograd, block.expected
+        if computed.shape != xs.shape:
+            raise VariableError("plot_not_elementwise", name=name)
+        first = grad(expression, inputs, settings=chosen, weights="ones", const=const)
+        f, f_expected, verdict = first.output, first.output_expected, result.verdict
+        rtol, atol = result.rtol, result.atol
+    with np.errstate(all="ignore"):
+        close = np.isclose(computed, expected, rtol=rtol, atol=atol, equal_nan=True)
+        undefined = ~np.isfinite(expected)
+    off = ~close & ~undefined  # a finite reference the autograd value misses
+    none = np.zeros(points, dtype=bool)
+    accepted = verdict != "disagree"  # then the misses are kinks the check left out
+    return PlotResult(
+        expression=expression,
+        wrt=name,
+        order=order,
+        x=xs,
+        f=np.asarray(f, dtype=np.float64),
+        f_expected=np.asarray(f_expected, dtype=np.float64),
+        autograd=np.asarray(computed, dtype=np.float64),
+        expected=np.asarray(expected, dtype=np.float64),
+        disagree=none if accepted else off,
+        kinks=off if accepted else none,
+        undefined=undefined,
+        fixed={k: str(v) for k, v in given.items()},
+        verdict=verdict,
+        strict=chosen.strict,
+    )
