@@ -22,6 +22,7 @@ from autogradcli.lang.analysis import calls, is_elementwise
 from autogradcli.lang.tree import Expression
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.notes import Note
+from autogradcli.progress import loading, stage
 from autogradcli.results import CellResult, DerivativeResult, GradResult, Graph, Suggestion
 from autogradcli.settings import Limits, Settings, number
 
@@ -96,7 +97,10 @@ def grad(
     names = [retain_grad] if isinstance(retain_grad, str) else list(retain_grad)
     retained = tuple(retained_names(bound, names))
 
+    loading()
     from autogradcli.pipeline import GradRequest, run_grad  # torch and SymPy load from here
+
+    stage("running autograd and checking it with SymPy")
 
     expected = {}
     if expect:
@@ -162,7 +166,10 @@ def jacobian(
     """The Jacobian ``d out / d x`` per input, shaped ``out.shape + x.shape``: one
     ``backward(one_hot, retain_graph=True)`` per output element (``rows`` keeps them),
     cross-checked with ``torch.autograd.functional.jacobian`` and checked against SymPy."""
+    loading()
     from autogradcli.pipeline import run_jacobian
+
+    stage("running autograd and checking it with SymPy")
 
     chosen, given = split(settings, values, keywords)
     bound = _differentiable(bind(expression, given, chosen, const=const))
@@ -183,7 +190,10 @@ def hessian(
     """Second derivatives of a one-element output for every pair of inputs, by
     differentiating ``grad(out, create_graph=True)`` again, cross-checked with
     ``torch.autograd.functional.hessian`` and checked against SymPy's Hessian."""
+    loading()
     from autogradcli.pipeline import run_hessian
+
+    stage("running autograd and checking it with SymPy")
 
     chosen, given = split(settings, values, keywords)
     bound = _differentiable(bind(expression, given, chosen, const=const))
@@ -207,7 +217,10 @@ def derivative(
     """The ``order``-th derivative of an elementwise expression per input, by
     differentiating ``order`` times with ``create_graph=True``, against SymPy's
     ``diff(expr, x, order)``."""
+    loading()
     from autogradcli.pipeline import run_derivative
+
+    stage("running autograd and checking it with SymPy")
 
     number("order", order)
     chosen, given = split(settings, values, keywords)

@@ -21,6 +21,7 @@ LAYERS = [
     "settings",
     "glossary",
     "notes",
+    "progress",
     "lang",
     "messages",
     "policy",

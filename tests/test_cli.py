@@ -434,3 +434,43 @@ def test_reports_fit_the_width_and_never_cut_a_number(width):
         assert number in text, (width, text)
     stacked = "  .grad (autograd)" in text
     assert stacked == (width < 80)  # the table where it fits, rows stacked where it does not
+
+
+def _in_a_terminal(*args: str) -> str:
+    """``autograd-cli ARGS`` with a pseudo-terminal as its standard streams."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "autogradcli", *args],
+        stdin=follower, stdout=follower, stderr=follower, env=env, close_fds=True,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    process.wait(timeout=120)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_a_terminal_sees_what_the_tool_is_doing_and_quiet_hides_it():
+    shown = _in_a_terminal("grad", "x**2", "--x", "3")
+    assert "loading PyTorch and SymPy" in shown and "autograd and SymPy agree" in shown
+    quiet = _in_a_terminal("grad", "x**2", "--x", "3", "--quiet")
+    assert "loading PyTorch and SymPy" not in quiet and "autograd and SymPy agree" in quiet
+
+
+def test_pipes_and_json_get_no_progress():
+    run = cli("grad", "x**2", "--x", "3")
+    assert "loading" not in run.stdout + run.stderr

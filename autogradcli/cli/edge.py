@@ -105,3 +105,48 @@ def finish(result: object, json_output: bool) -> NoReturn:
         typer.echo(f"Error: {' '.join(error_text(stopped, CLI).split())}", err=True)
         raise typer.Exit(USAGE_EXIT)
     raise typer.Exit(0 if result.agree else 1)  # type: ignore[attr-defined]
+
+
+@contextmanager
+def waiting(enabled: bool) -> Iterator[None]:
+    """On a terminal, what the library is doing, on standard error, once the work has taken
+    half a second (``progress.stage``); nothing in pipes, in --json or with --quiet."""
+    import sys
+
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    import threading
+
+    from rich.console import Console
+
+    from autogradcli.progress import REPORT
+
+    status = Console(stderr=True).status("working")
+    state = {"text": "working", "shown": False}
+    lock = threading.Lock()
+
+    def show() -> None:
+        with lock:
+            state["shown"] = True
+            status.update(str(state["text"]))
+            status.start()
+
+    def report(text: str) -> None:
+        with lock:
+            state["text"] = text
+            if state["shown"]:
+                status.update(text)
+
+    timer = threading.Timer(0.5, show)
+    timer.daemon = True
+    token = REPORT.set(report)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        REPORT.reset(token)
+        with lock:
+            if state["shown"]:
+                status.stop()

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from autogradcli.cli.edge import errors
+from autogradcli.cli.edge import errors, waiting
 from autogradcli.settings import DTYPES, NUMBERS, Limits, Settings, parse_number
 
 LIMITS = "Limits"
@@ -247,6 +247,14 @@ SHARED: list[tuple[str, Any, Any]] = [
         str(Limits.max_entries),
     ),
     ("json_output", Annotated[bool, typer.Option("--json", help="Print one JSON object.")], False),
+    (
+        "quiet",
+        Annotated[
+            bool,
+            typer.Option("--quiet", help="Show nothing on standard error while the work runs."),
+        ],
+        False,
+    ),
 ]
 SHARED_NAMES = frozenset(name for name, _, _ in SHARED)
 
@@ -295,9 +303,11 @@ def with_settings(
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             shared = {name: kwargs.pop(name, default) for name, _, default in SHARED}
             json_output = shared.pop("json_output")
+            quiet = shared.pop("quiet")
             with errors(None, json_output):
                 settings = settings_from(shared)
-            return command(*args, settings=settings, json_output=json_output, **kwargs)
+            with waiting(not quiet and not json_output):
+                return command(*args, settings=settings, json_output=json_output, **kwargs)
 
         parameters = [*own, *extra]
         wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
