@@ -474,3 +474,25 @@ def test_a_terminal_sees_what_the_tool_is_doing_and_quiet_hides_it():
 def test_pipes_and_json_get_no_progress():
     run = cli("grad", "x**2", "--x", "3")
     assert "loading" not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    ("words", "cword", "offered"),
+    [
+        ("autograd-cli gr", 1, ["grad", "graph"]),
+        ("autograd-cli grad --insp", 2, ["--inspect"]),
+        ("autograd-cli grad 2*sigm", 2, ["2*sigmoid"]),
+    ],
+)
+def test_shell_completion_offers_commands_options_and_functions(words, cword, offered):
+    from autogradcli.cli.app import app
+    from tests.conftest import RUNNER
+
+    env = {"_AUTOGRAD_CLI_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    run = RUNNER.invoke(app, [], env=env, prog_name="autograd-cli")
+    assert run.stdout.split() == offered
+
+
+def test_completion_can_be_installed():
+    run = cli("--help")
+    assert "--install-completion" in run.stdout and "--show-completion" in run.stdout

@@ -137,7 +137,11 @@ class GradCommand(TyperCommand):
                 continue
             positional.append(token)
             i += 1
-        if not positional and not set(args) & set(ctx.help_option_names):
+        if (
+            not positional
+            and not set(args) & set(ctx.help_option_names)
+            and not ctx.resilient_parsing
+        ):
             raise _Usage(
                 f'missing the expression; give it in quotes, e.g. {ctx.command_path} "x**2" --x 3',
                 ctx,
@@ -159,7 +163,7 @@ class GradCommand(TyperCommand):
 
 app = typer.Typer(
     cls=AutogradGroup,
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # click's plain help: fast to start, and wraps at word boundaries
@@ -194,10 +198,20 @@ GRAD_EPILOG = (
     "1 they disagree, 2 bad input."
 )
 
+
+def _complete_functions(incomplete: str) -> list[str]:
+    """Shell completion of the expression: the function names, after what is typed."""
+    import re
+
+    head, word = re.match(r"(.*?)(\w*)$", incomplete, flags=re.S).groups()  # type: ignore[union-attr]
+    return [head + name for name in function_names() if name.startswith(word)]
+
+
 ExpressionArg = Annotated[
     str,
     typer.Argument(
         metavar="EXPRESSION",
+        autocompletion=_complete_functions,
         help="Expression in Python syntax: + - * / ** (or ^) @, comparisons, x[i], "
         + " ".join(elementwise_names())
         + "; "
