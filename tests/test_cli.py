@@ -496,3 +496,13 @@ def test_shell_completion_offers_commands_options_and_functions(words, cword, of
 def test_completion_can_be_installed():
     run = cli("--help")
     assert "--install-completion" in run.stdout and "--show-completion" in run.stdout
+
+
+def test_long_derivatives_are_cut_unless_full():
+    args = ("grad", "sin(x)*exp(x)/(1+x**2)", "--x", "0.3", "--order", "5")
+    short = " ".join(cli(*args).stdout.split())
+    assert "… (436 characters; all of it with --full or in --json)" in short
+    full = " ".join(cli(*args, "--full").stdout.split())
+    assert "characters; all of it" not in full
+    document = cli(*args, "--json").json()
+    assert len(document["derivatives"]["x"]) == 436

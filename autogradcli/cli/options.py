@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from autogradcli.cli.edge import errors, waiting
+from autogradcli.render import FULL
 from autogradcli.settings import DTYPES, NUMBERS, Limits, Settings, parse_number
 
 LIMITS = "Limits"
@@ -248,6 +249,16 @@ SHARED: list[tuple[str, Any, Any]] = [
     ),
     ("json_output", Annotated[bool, typer.Option("--json", help="Print one JSON object.")], False),
     (
+        "full",
+        Annotated[
+            bool,
+            typer.Option(
+                "--full", help="Show long derivatives in full (else cut at 300 characters)."
+            ),
+        ],
+        False,
+    ),
+    (
         "quiet",
         Annotated[
             bool,
@@ -303,11 +314,15 @@ def with_settings(
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             shared = {name: kwargs.pop(name, default) for name, _, default in SHARED}
             json_output = shared.pop("json_output")
-            quiet = shared.pop("quiet")
+            quiet, full = shared.pop("quiet"), shared.pop("full")
             with errors(None, json_output):
                 settings = settings_from(shared)
-            with waiting(not quiet and not json_output):
-                return command(*args, settings=settings, json_output=json_output, **kwargs)
+            token = FULL.set(full)
+            try:
+                with waiting(not quiet and not json_output):
+                    return command(*args, settings=settings, json_output=json_output, **kwargs)
+            finally:
+                FULL.reset(token)
 
         parameters = [*own, *extra]
         wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

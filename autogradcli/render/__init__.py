@@ -6,9 +6,12 @@ or its JSON document, to standard output.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from autogradcli.messages import CLI, Style
+
+FULL: ContextVar[bool] = ContextVar("full", default=False)  # --full: derivatives in full
 
 
 def renderable(result: Any, style: Style = CLI) -> Any:

@@ -20,6 +20,7 @@ from autogradcli.render.cells import (
     format_array,
     indented,
     mark,
+    shorten,
 )
 from autogradcli.results import CellEvent, CellResult
 
@@ -74,11 +75,8 @@ def _grads(event: CellEvent) -> Table:
     return table
 
 
-SHOWN = 80  # characters of a derivative in a cell's table; --json has all of it
-
-
 def _short(text: str) -> str:
-    return text if len(text) <= SHOWN else f"{text[:SHOWN]}… (all of it in --json)"
+    return shorten(text, 80)
 
 
 def _shown(text: str, value: Any, expected: Any, verdict: str | None) -> Text:

@@ -7,7 +7,19 @@ from typing import Any
 import numpy as np
 from rich.text import Text
 
+from autogradcli.render import FULL
+
 OK, NEAR, BAD = "✓", "≈", "✗"
+SHOWN = 300  # characters of a derivative shown in a report, unless --full
+
+
+def shorten(text: str, limit: int = SHOWN) -> str:
+    """A long derivative cut at ``limit`` characters, saying where the rest is."""
+    if FULL.get() or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters; all of it with --full or in --json)"
+
+
 STYLES = {OK: "bold green", NEAR: "bold yellow", BAD: "bold red"}
 MARK_OF = {"agree": OK, "rounding": NEAR, "disagree": BAD}
 

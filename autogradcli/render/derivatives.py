@@ -8,7 +8,15 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text
 from autogradcli.policy.verdict import AGREE, ROUNDING
-from autogradcli.render.cells import MARK_OF, STYLES, add_column, error_text, format_array, mark
+from autogradcli.render.cells import (
+    MARK_OF,
+    STYLES,
+    add_column,
+    error_text,
+    format_array,
+    mark,
+    shorten,
+)
 from autogradcli.results import DerivativeResult
 
 TITLES = {
@@ -32,7 +40,7 @@ def render_derivatives(result: DerivativeResult, style: Style = CLI) -> Renderab
     parts.append(_blocks(result))
     for name, text in result.derivatives.items():
         k = result.kind.split()[-1]
-        parts.append(Text(f"SymPy: d^{k} out / d{name}^{k} = {text}"))
+        parts.append(Text(f"SymPy: d^{k} out / d{name}^{k} = {shorten(text)}"))
     causes: dict[str, list[str]] = {}
     for b in result.blocks:
         if b.cause is not None:

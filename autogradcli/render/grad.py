@@ -17,6 +17,7 @@ from autogradcli.render.cells import (
     format_array,
     indented,
     mark,
+    shorten,
 )
 from autogradcli.results import Expectation, GradResult, Suggestion
 
@@ -184,13 +185,8 @@ def _passes_table(result: GradResult) -> Table:
     return table
 
 
-MAX_SHOWN = 300  # characters of a derivative shown in the table; --json has all of it
-
-
 def _short(text: str) -> str:
-    if len(text) <= MAX_SHOWN:
-        return text
-    return f"{text[:MAX_SHOWN]}… ({len(text)} characters; all of it in --json)"
+    return shorten(text)
 
 
 def _causes(result: GradResult) -> list[Text]:
