@@ -70,8 +70,9 @@ GLOSSARY: tuple[Entry, ...] = (
         key="non_leaf_grad",
         prefix="The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
         title=".grad of a non-leaf tensor",
-        why="PyTorch fills .grad only for leaf tensors (created with requires_grad=True); "
-        "an intermediate result passes its gradient on during backward() and keeps none",
+        why="PyTorch fills .grad only for leaf tensors that require grad (made with "
+        "requires_grad=True, not by an operation autograd recorded); an intermediate result "
+        "passes its gradient on during backward() and keeps none",
         fix="call retain_grad() on it before backward() ([[retain_grad=NAME]])",
     ),
 )

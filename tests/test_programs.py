@@ -205,8 +205,8 @@ def test_inspect_rich_table_and_one_reason_line():
     text = " ".join(lines)
     assert text.count("is None") == 0 and text.count("are None") == 1
     assert (
-        "y.grad, z.grad, out.grad are None: PyTorch fills .grad only for leaf "
-        "tensors (created with requires_grad=True)" in text
+        "y.grad, z.grad, out.grad are None: PyTorch fills .grad only for leaf tensors that "
+        "require grad (made with requires_grad=True, not by an operation autograd recorded)" in text
     )
 
 

@@ -19,9 +19,12 @@ def render_explanation(explanation: Explanation, output: str) -> RenderableType:
 
 
 def _nodes(explanation: Explanation, output: str) -> Table:
+    weights = explanation.weights
+    weighted = weights is not None and not bool((weights == 1).all())
+    what = f"∂(Σ wᵢ·{output}ᵢ)/∂node" if weighted else f"∂{output}/∂node"
     table = Table(
         title=f"backward() node by node, in the order PyTorch ran them (numbers from hooks; "
-        f"gradient in = ∂{output}/∂node, checked against SymPy)",
+        f"gradient in = {what}, checked against SymPy)",
         title_justify="left",
         show_lines=True,
     )
