@@ -16,6 +16,7 @@ nothing once its precision is high enough).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from functools import reduce
@@ -405,14 +406,20 @@ def close_floats(a: np.ndarray, b: np.ndarray, ulps: int = 2) -> bool:
     return bool(np.all(same | near))
 
 
+@functools.cache
+def precise(bits: int) -> Precise:
+    """One ``Precise`` per precision for the process (making one takes about 1.4 ms)."""
+    return Precise(bits)
+
+
 def stable(compute: Callable[[Arith], T], settled: Callable[[T, T], bool]) -> T:
     """``compute(Precise(bits))`` for bits = 128, 256, ... until two runs in a row are
     ``settled`` (their float64 numbers match); ``Unstable`` past ``MAX_BITS``."""
     bits = FIRST_BITS
-    previous = compute(Precise(bits))
+    previous = compute(precise(bits))
     while bits < MAX_BITS:
         bits *= 2
-        current = compute(Precise(bits))
+        current = compute(precise(bits))
         if settled(previous, current):
             return current
         previous = current
