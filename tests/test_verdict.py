@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import autogradcli as ag
 from autogradcli.policy.compare import compare
@@ -282,3 +284,25 @@ def test_new_functions_match_torch_and_their_closed_forms(name, fn, derivative):
     assert np.array_equal(r.variables["x"].grad, x.grad.numpy(), equal_nan=True)
     assert np.allclose(r.variables["x"].expected, derivative(np.array(points)), rtol=1e-12)
     assert r.verdict == "agree"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(
+            st.floats(allow_nan=True, allow_infinity=True, width=32),
+            st.floats(allow_nan=True, allow_infinity=True, width=32),
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    rtol=st.sampled_from([0.0, 1.3e-6, 1e-3]),
+    atol=st.sampled_from([0.0, 1e-5, 1.0]),
+)
+def test_the_fast_isclose_is_numpys(pairs, rtol, atol):
+    from autogradcli.policy.compare import isclose
+
+    actual = np.array([a for a, _ in pairs])
+    expected = np.array([e for _, e in pairs])
+    want = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    assert (isclose(actual, expected, rtol, atol) == want).all()

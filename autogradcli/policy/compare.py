@@ -62,7 +62,9 @@ def compare(
         bad = ~np.isfinite(actual)
         if bad.any():  # NaN or inf against a finite (or huge) reference, or at a kink
             bad &= (np.isfinite(expected) | huge | kinks) & ~unknown
-        close = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True) & ~bad
+        close = isclose(actual, expected, rtol, atol)
+        if bad.any():
+            close &= ~bad
         if huge.any():
             close &= ~huge
         between = none
@@ -71,32 +73,53 @@ def compare(
             slack = atol + rtol * np.maximum(np.abs(low), np.abs(high))
             between = ~close & ~bad & (actual >= low - slack) & (actual <= high + slack)
         excluded = (kinks & ~bad) | unknown
+        some = bool(excluded.any())  # boolean indexing copies: only when something is left out
         keep = ~excluded
-        accepted = (close | between)[keep]
-        agree = bool(accepted.all())
+        fine = close | between if bounds is not None else close
+        agree = bool(fine[keep].all() if some else fine.all())
         error = _errors(actual, expected, huge, between, bounds, shape)
-        checked = error[keep]
+        checked = error[keep] if some else error.ravel()
         max_error = 0.0
         if checked.size:
             max_error = math.nan if np.isnan(checked).any() else float(checked.max())
         within, relative_max = agree, 0.0
         if not agree:
-            fine = close | between
             within, relative_max = _band(actual, expected, error, fine, bad, keep, relative, atol)
     values = ()
-    if excluded.any():
+    if some:
         values = tuple(float(v) for v in np.unique(actual[excluded])[:8])
     return Comparison(
         agree=agree,
         max_abs_error=max_error,
         excluded=int(excluded.sum()),
-        bracketed=int((between & keep).sum()),
+        bracketed=int((between & keep).sum()) if bounds is not None else 0,
         nonfinite=int(bad.sum()),
         nonfinite_at_kink=int((bad & kinks).sum()),
         within_bound=within,
         max_relative_error=relative_max,
         excluded_values=values,
     )
+
+
+def isclose(
+    actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float | np.ndarray
+) -> np.ndarray:
+    """``np.isclose(actual, expected, rtol, atol, equal_nan=True)`` in fewer passes over
+    memory (it matters at 10^7 elements): ``|a - e| <= atol + rtol·|e|``, an infinity equal
+    to the same infinity, NaN equal to NaN."""
+    with np.errstate(all="ignore"):
+        diff = np.asarray(np.subtract(actual, expected, dtype=np.float64))
+        np.abs(diff, out=diff)
+        bound = np.asarray(np.abs(expected, dtype=np.float64))
+        bound *= rtol
+        bound += atol
+        close = diff <= bound
+        del diff, bound
+        infinite = ~np.isfinite(expected)
+        if infinite.any():  # there only the same infinity, or NaN against NaN, is close
+            same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
+            close = np.where(infinite, same, close)
+    return close
 
 
 def _band(
@@ -111,7 +134,7 @@ def _band(
 ) -> tuple[bool, float]:
     """Whether every kept element is within the rounding band ``atol + relative·|ref|``,
     and the largest relative error of a finite element."""
-    band = np.isclose(actual, expected, rtol=relative, atol=atol, equal_nan=True)
+    band = isclose(actual, expected, relative, atol)
     within = bool((fine | band)[keep].all() and not bad.any())
     ratios = np.where(error == 0, 0.0, error / np.abs(expected))[keep & ~bad]
     ratios = ratios[~np.isnan(ratios)]
@@ -128,10 +151,15 @@ def _errors(
 ) -> np.ndarray:
     """|actual - expected| (0 where both are the same number, NaN or infinity); within
     bounds, the distance from the interval."""
-    same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
+    same = actual == expected
+    nan = np.isnan(actual)
+    if nan.any():
+        same |= nan & np.isnan(expected)
     if huge.any():
         same &= ~huge
-    error = np.where(same, 0.0, np.abs(actual - expected))
+    error = np.asarray(np.subtract(actual, expected, dtype=np.float64))
+    np.abs(error, out=error)
+    error[same] = 0.0
     if bounds is not None and between.any():
         low, high = (np.broadcast_to(np.asarray(b, dtype=np.float64), shape) for b in bounds)
         outside = np.maximum(np.maximum(low - actual, actual - high), 0.0)
