@@ -304,6 +304,10 @@ ERRORS: dict[str, str] = {
     "reshape_size": "cannot reshape {size} elements into shape {shape}",
     "len_unknown": "len({name}): no tensor '{name}' is defined before this line",
     "len_of_number": "len({name}): '{name}' is a single number, with no length",
+    "value_dtype": "dtype= in a value given from outside the program is not used: every "
+    "tensor runs in one dtype; write [[dtype={dtype}]] instead",
+    "value_requires_grad": "requires_grad=False in a value given from outside the program is "
+    "not used; write [[const=NAME]] to make that input a constant",
     "constructor_keyword": "{name}() does not take {keyword}=; its keywords are {known}",
     "constructor_dtype": "dtype={dtype} is not one the tool runs; use torch.float32, "
     "torch.float64, torch.float16 or torch.bfloat16 (or an integer dtype for indices)",

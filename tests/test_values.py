@@ -154,3 +154,23 @@ def test_weights_may_be_a_file_or_a_constructor(tmp_path):
     assert grad_json("x**2", "--x", "[3, 4]", "--weights", "full(2, 0.5)")["variables"]["x"][
         "grad"
     ] == [3.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "torch.tensor([1., 2.], dtype=torch.float64)",
+            "Error: dtype= in a value given from outside the program is not used: every tensor "
+            "runs in one dtype; write --dtype float64 instead\n",
+        ),
+        (
+            "torch.tensor([1., 2.], requires_grad=False)",
+            "Error: requires_grad=False in a value given from outside the program is not used; "
+            "write --const NAME to make that input a constant\n",
+        ),
+    ],
+)
+def test_what_a_value_cannot_set_is_said_not_ignored(value, message):
+    run = cli("grad", "sum(x)", "--x", value)
+    assert run.exit_code == 2 and run.stderr == message

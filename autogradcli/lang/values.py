@@ -103,7 +103,14 @@ def read_value(spec: Any, limits: Limits, random: RandomSource | None = None) ->
             tree = ast.parse(text, mode="eval")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             raise ValueSpecError("value_unreadable", text=_short(text)) from None
-        return _Reader(limits, random).value(tree.body)
+        reader = _Reader(limits, random)
+        array = reader.value(tree.body)
+        if reader.dtype not in (None, "integer"):  # the settings' dtype runs everything
+            raise ValueSpecError("value_dtype", dtype=reader.dtype)
+        flag = getattr(reader, "requires_grad", None)
+        if isinstance(flag, ast.Constant) and flag.value is False:
+            raise ValueSpecError("value_requires_grad")
+        return array
     if hasattr(spec, "detach"):  # a torch tensor given through the Python API
         import torch
 
@@ -243,7 +250,9 @@ class _Reader:
             key = keyword.arg
             if key == "dtype":
                 self.note_dtype(keyword.value)
-            elif key in ("requires_grad", "device"):
+            elif key == "requires_grad":
+                self.requires_grad = keyword.value
+            elif key == "device":
                 continue
             elif key == "size" and name in _SIZED:
                 value = keyword.value
