@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from autogradcli.errors import ExpressionError
 from autogradcli.lang.analysis import check_constants
-from autogradcli.lang.parser import NAMESPACES, Converter, module_of
+from autogradcli.lang.parser import BINARY_OPS, NAMESPACES, Converter, module_of
 from autogradcli.lang.tree import (
     Backward,
     Binary,
@@ -38,14 +38,7 @@ from autogradcli.lang.values import is_len
 from autogradcli.lang.vocabulary import BARE, CONSTANTS
 from autogradcli.settings import Limits
 
-AUGMENTED: dict[type, str] = {
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.Div: "/",
-    ast.Pow: "**",
-    ast.MatMult: "@",
-}
+AUGMENTED = BINARY_OPS  # y += x is y = y + x
 # import lines a cell may have, as (module, name it is bound to): nothing is imported.
 IMPORTS: dict[tuple[str, str], str] = {
     ("torch", "torch"): "torch",

@@ -33,7 +33,7 @@ from autogradcli.lang.tree import (
     Num,
     Unary,
 )
-from autogradcli.lang.vocabulary import CONSTANTS, OPS, arguments, kink_codes
+from autogradcli.lang.vocabulary import CONSTANTS, OPS, arguments, definition, kink_codes
 from autogradcli.reference.evaluate import Arith, close_floats, evaluate, reference
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.terms import (
@@ -114,11 +114,7 @@ class _Terms(Fold[np.ndarray]):
         return _objects(PY_BINARY[node.op](left, right))
 
     def expansion(self, node: Call, placeholders: list[Name]) -> Node | None:
-        op = OPS[node.func]
-        if op.expand is None:
-            return None
-        positional, keywords = arguments(node, list(placeholders))
-        return op.expand(*positional, **keywords)
+        return definition(node, placeholders)
 
     def call(self, node: Call, args: list[np.ndarray]) -> np.ndarray:
         op = OPS[node.func]

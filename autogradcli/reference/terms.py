@@ -12,7 +12,7 @@ import sympy as sp
 from autogradcli.errors import ComputationError
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import COMPARISONS, Binary, Call, Fold, Index, Name, Node, Num, Unary
-from autogradcli.lang.vocabulary import OPS, arguments, kink_codes
+from autogradcli.lang.vocabulary import OPS, arguments, definition, kink_codes
 from autogradcli.reference.evaluate import FLOAT64, Arith, evaluate
 from autogradcli.reference.expected import Expected
 
@@ -91,11 +91,7 @@ class SympyTerms(Fold[sp.Expr]):
         return SYMPY_BINARY[node.op](numeric(left), numeric(right))
 
     def expansion(self, node: Call, placeholders: list[Name]) -> Node | None:
-        op = OPS[node.func]
-        if op.expand is None:
-            return None
-        positional, keywords = arguments(node, list(placeholders))
-        return op.expand(*positional, **keywords)
+        return definition(node, placeholders)
 
     def call(self, node: Call, args: list[sp.Expr]) -> sp.Expr:
         if OPS[node.func].kind == "detach":  # a constant copy: no derivative through it
