@@ -4,7 +4,7 @@ reconcile → verdict → result. Each stage returns a new value; none edits ano
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -124,7 +124,8 @@ def _variables(
     for name in bound.program.variables:
         if name in bound.differentiate:
             text = model.derivative_text(name, ones)
-            variables[name] = judge.variable(name, text, model.chain(name))
+            found = judge.variable(name, text, model.chain(name))
+            variables[name] = replace(found, latex=model.derivative_latex(name, ones))
         else:
             variables[name] = VariableResult(name, session.seen[name], requires_grad=False)
     return variables
@@ -141,6 +142,7 @@ def _derivative_result(
     derivatives: dict[str, str] | None = None,
     diagnose: Any = None,
     rerun: Any = None,
+    latex: dict[str, str] | None = None,
 ) -> DerivativeResult:
     """The blocks settled by the verdict policy, in a result."""
     settings = bound.settings
@@ -164,6 +166,7 @@ def _derivative_result(
         notes=tuple(dict.fromkeys([*bound.notes, *notes, *block_notes(blocks)])),
         expected_by="SymPy" if exact else "numeric",
         derivatives=derivatives or {},
+        latex=latex or {},
         rounding_bound=relative,
         strict=settings.strict,
         seed=bound.seed,
@@ -267,6 +270,7 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
     blocks = _blocks(bound, found, cross, model, values, numbers)
+    latex = {} if model is None else {n: model.derivative_latex(n) for n in bound.names}
     return _derivative_result(
         bound,
         session,
@@ -274,6 +278,7 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
         blocks,
         notes,
         model is not None,
+        latex={n: t for n, t in latex.items() if t is not None},
         rows=rows if keep_rows else (),
         diagnose=_diagnosis(bound, session, model),
         rerun=_float64(bound, lambda b: run_jacobian(b, False)),
@@ -310,9 +315,27 @@ def run_hessian(bound: Bound) -> DerivativeResult:
         blocks,
         notes,
         model is not None,
+        latex={} if model is None else _hessian_latex(model, found),
         diagnose=_diagnosis(bound, session, model),
         rerun=_float64(bound, run_hessian),
     )
+
+
+def _hessian_latex(model: Any, pairs: Any) -> dict[str, str]:
+    """Each Hessian block of at most 64 entries as a LaTeX matrix, keyed like the blocks."""
+    import sympy as sp
+
+    from autogradcli.reference.components import hessian_terms, latex
+
+    found = {}
+    for pair in pairs:
+        terms = np.asarray(hessian_terms(model, *pair), dtype=object)
+        if terms.size == 1:
+            found[",".join(pair)] = latex(terms.reshape(-1)[0])
+        elif 0 < terms.size <= 64:
+            rows = terms.reshape(int(np.prod(terms.shape[: len(terms.shape) // 2])) or 1, -1)
+            found[",".join(pair)] = latex(sp.Matrix(rows))
+    return found
 
 
 def _forward(
@@ -324,6 +347,8 @@ def _forward(
 
 def run_derivative(bound: Bound, order: int) -> DerivativeResult:
     """``derivative`` (``grad --order K``): K-th derivatives against SymPy's ``diff``."""
+    import sympy as sp
+
     from autogradcli.reference.elementwise import SymbolicModel
     from autogradcli.reference.evaluate import precise_value
     from autogradcli.reference.terms import diff, find_kinks, reduce_to_shape
@@ -331,10 +356,10 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
     session = start(bound)
     model = SymbolicModel(bound.program, bound.shapes, bound.limits)
     env = {model.symbols[n]: v for n, v in session.seen.items()}
-    blocks, notes, texts = [], [], {}
+    blocks, notes, texts, latex = [], [], {}, {}
     for n in bound.names:
         derivative = diff(model.output.expr, model.symbols[n], order)
-        texts[n] = str(derivative)
+        texts[n], latex[n] = str(derivative), sp.latex(derivative)
         with np.errstate(all="ignore"):
             full = precise_value(derivative, env, bound.out_shape)
             mask, codes = find_kinks(derivative, env, bound.out_shape, uses=calls(bound.program))
@@ -364,6 +389,7 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
         notes,
         True,
         derivatives=texts,
+        latex=latex,
         diagnose=_diagnosis(bound, session, model),
         rerun=_float64(bound, lambda b: run_derivative(b, order)),
     )

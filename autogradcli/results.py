@@ -125,6 +125,7 @@ class VariableResult(Frozen):
     verdict: str | None = None  # agree, rounding or disagree (verdict.py); None: not checked
     cause: Cause | None = None  # why it is rounding or disagree
     numeric_verdict: str | None = None
+    latex: str | None = None  # SymPy's derivative as LaTeX
 
     @property
     def agree(self) -> bool | None:
@@ -147,6 +148,7 @@ class VariableResult(Frozen):
             "grad": _maybe(self.grad),
             "expected": _maybe(self.expected),
             "derivative": self.derivative,
+            "latex": self.latex,
             "chain_rule": self.chain,
             "max_abs_error": self.max_abs_error,
             "agree": self.agree,
@@ -596,6 +598,7 @@ class DerivativeResult(Judged):
     rounding_bound: float = 0.0
     strict: bool = False
     seed: int | None = None
+    latex: dict[str, str] = field(default_factory=dict)  # SymPy's derivatives as LaTeX
 
     @property
     def verdict(self) -> str:
@@ -624,6 +627,7 @@ class DerivativeResult(Judged):
                 "values": {n: plain(v) for n, v in self.values.items()},
                 "blocks": {b.key: b.to_dict() for b in self.blocks},
                 "derivatives": self.derivatives or None,
+                "latex": self.latex or None,
                 "rows": [r.to_dict() for r in self.rows],
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),

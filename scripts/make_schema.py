@@ -102,6 +102,7 @@ variable = obj(
         "grad": {"$ref": "#/$defs/tensor_or_null"},
         "expected": {"$ref": "#/$defs/tensor_or_null"},
         "derivative": {"type": ["string", "null"]},
+        "latex": {"type": ["string", "null"]},
         "chain_rule": {"type": ["string", "null"]},
         "max_abs_error": {"$ref": "#/$defs/number_or_null"},
         "agree": {"type": ["boolean", "null"]},
@@ -298,6 +299,7 @@ derivative = {
             "values": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
             "blocks": {"type": "object", "additionalProperties": block},
             "derivatives": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+            "latex": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
             "rows": {"type": "array", "items": row},
         }
     ),

@@ -506,3 +506,22 @@ def test_long_derivatives_are_cut_unless_full():
     assert "characters; all of it" not in full
     document = cli(*args, "--json").json()
     assert len(document["derivatives"]["x"]) == 436
+
+
+def test_latex_of_the_derivatives():
+    import autogradcli as ag
+
+    r = ag.grad("2*x**4+x**3+3*x**2+5*x+1", x=2)
+    assert r.variables["x"].latex == "8 x^{3} + 3 x^{2} + 6 x + 5"
+    order = ag.derivative("sin(x)*y", x=1.0, y=2.0, order=2)
+    assert order.latex == {"x": "- y \\sin{\\left(x \\right)}", "y": "0"}
+    jac = ag.jacobian("x**2", x="[1., 2.]")
+    assert jac.latex == {
+        "x": "\\left[\\begin{matrix}2 x_{0} & 0\\\\0 & 2 x_{1}\\end{matrix}\\right]"
+    }
+    hess = ag.hessian("x**2*y + y**3", x=1.0, y=2.0)
+    assert hess.latex == {"x,x": "2 y", "x,y": "2 x", "y,x": "2 x", "y,y": "6 y"}
+    run = cli("grad", "2*x**4+x**3+3*x**2+5*x+1", "--x", "2", "--latex")
+    assert "LaTeX ∂out/∂x: 8 x^{3} + 3 x^{2} + 6 x + 5" in run.stdout
+    document = cli("hessian", "x**2*y + y**3", "--x", "1", "--y", "2", "--json").json()
+    assert document["latex"]["y,y"] == "6 y"

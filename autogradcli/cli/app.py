@@ -419,7 +419,7 @@ GRAPH_EPILOG = (
 
 
 @app.command(cls=GradCommand, epilog=GRAPH_EPILOG)
-@with_settings(skip=("rtol", "atol", "numeric", "strict", "max_entries"))
+@with_settings(skip=("rtol", "atol", "numeric", "strict", "max_entries", "latex", "full"))
 def graph(
     ctx: typer.Context,
     expression: ExpressionArg,
@@ -476,7 +476,7 @@ PLOT_EPILOG = (
 
 
 @app.command(cls=GradCommand, epilog=PLOT_EPILOG)
-@with_settings(skip=("max_entries",))
+@with_settings(skip=("max_entries", "latex", "full"))
 def plot(
     ctx: typer.Context,
     expression: ExpressionArg,

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from autogradcli.cli.edge import errors, waiting
-from autogradcli.render import FULL
+from autogradcli.render import FULL, LATEX
 from autogradcli.settings import DTYPES, NUMBERS, Limits, Settings, parse_number
 
 LIMITS = "Limits"
@@ -249,6 +249,14 @@ SHARED: list[tuple[str, Any, Any]] = [
     ),
     ("json_output", Annotated[bool, typer.Option("--json", help="Print one JSON object.")], False),
     (
+        "latex",
+        Annotated[
+            bool,
+            typer.Option("--latex", help="Also print SymPy's derivatives as LaTeX."),
+        ],
+        False,
+    ),
+    (
         "full",
         Annotated[
             bool,
@@ -314,15 +322,16 @@ def with_settings(
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             shared = {name: kwargs.pop(name, default) for name, _, default in SHARED}
             json_output = shared.pop("json_output")
-            quiet, full = shared.pop("quiet"), shared.pop("full")
+            quiet, full, latex = shared.pop("quiet"), shared.pop("full"), shared.pop("latex")
             with errors(None, json_output):
                 settings = settings_from(shared)
-            token = FULL.set(full)
+            tokens = FULL.set(full), LATEX.set(latex)
             try:
                 with waiting(not quiet and not json_output):
                     return command(*args, settings=settings, json_output=json_output, **kwargs)
             finally:
-                FULL.reset(token)
+                FULL.reset(tokens[0])
+                LATEX.reset(tokens[1])
 
         parameters = [*own, *extra]
         wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

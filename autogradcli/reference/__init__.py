@@ -46,6 +46,8 @@ class Model(Protocol):
 
     def derivative_text(self, name: str, weights_are_ones: bool = True) -> str | None: ...
 
+    def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None: ...
+
     def chain(self, name: str) -> str | None: ...
 
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> Model: ...
@@ -202,6 +204,9 @@ class NumericModel:
         return out, np.zeros(out.shape, dtype=bool)
 
     def derivative_text(self, name: str, weights_are_ones: bool = True) -> str | None:
+        return None
+
+    def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
         return None
 
     def chain(self, name: str) -> str | None:

@@ -325,6 +325,17 @@ class ComponentModel:
             notes[name] = found if mask.any() else set()
         return expected_from(arith, output, grads, kinks, notes)
 
+    def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
+        """SymPy's Jacobian with respect to ``name`` as LaTeX: one entry, or the matrix of
+        d out_i / d name_j when it has at most 64 entries (else None)."""
+        jac = self.jacobian(name)
+        if jac.size > 64 or jac.size == 0:
+            return None
+        whole = (
+            jac.reshape(-1)[0] if jac.size == 1 else sp.Matrix(jac.reshape(self.output.size, -1))
+        )
+        return latex(whole)
+
     def derivative_text(self, name: str, weights_are_ones: bool = True) -> str:
         """A readable SymPy derivative: the whole one for small cases, else one entry."""
         jac = self.jacobian(name)
@@ -347,6 +358,16 @@ def _term(term: Any) -> sp.Expr:
     if isinstance(term, sp.Basic):
         return term
     return sp.Float(term) if isinstance(term, float) else sp.Integer(int(term))
+
+
+def latex(expr: Any) -> str:
+    """SymPy's LaTeX with element symbols as subscripts: ``A[0,1]`` as ``A_{0,1}``."""
+    names = {
+        symbol: symbol.name.replace("[", "_{").replace("]", "}")
+        for symbol in getattr(expr, "free_symbols", ())
+        if "[" in symbol.name
+    }
+    return sp.latex(expr, symbol_names=names)
 
 
 def hessian_terms(model: ComponentModel, a: str, b: str) -> np.ndarray:

@@ -137,7 +137,7 @@ class SymbolicModel:
             self._derivatives[key] = diff(block.expr, symbol)
         return self._derivatives[key]
 
-    def derivative_text(self, name: str, weights_are_ones: bool = True) -> str:
+    def _unwrapped(self, name: str) -> tuple[sp.Expr, Block, sp.Symbol]:
         """The elementwise derivative with respect to ``name``, outer sum/mean unwrapped."""
         block, scale = self.output, sp.Integer(1)
         while block.expr in self.reductions:
@@ -146,7 +146,16 @@ class SymbolicModel:
                 scale /= max(math.prod(inner.shape), 1)
             block = inner
         symbol = self.symbols[name]
-        text = str(scale * self.derivative(block, symbol))
+        return scale * self.derivative(block, symbol), block, symbol
+
+    def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
+        """The same derivative as LaTeX (SymPy's printer)."""
+        return sp.latex(self._unwrapped(name)[0])
+
+    def derivative_text(self, name: str, weights_are_ones: bool = True) -> str:
+        """The elementwise derivative with respect to ``name``, outer sum/mean unwrapped."""
+        derivative, block, symbol = self._unwrapped(name)
+        text = str(derivative)
         through = sorted(
             str(r)
             for r in block.expr.free_symbols

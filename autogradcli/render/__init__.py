@@ -12,6 +12,7 @@ from typing import Any
 from autogradcli.messages import CLI, Style
 
 FULL: ContextVar[bool] = ContextVar("full", default=False)  # --full: derivatives in full
+LATEX: ContextVar[bool] = ContextVar("latex", default=False)  # --latex: derivatives as LaTeX
 
 
 def renderable(result: Any, style: Style = CLI) -> Any:

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text
 from autogradcli.policy.verdict import AGREE, ROUNDING
+from autogradcli.render import LATEX
 from autogradcli.render.cells import (
     MARK_OF,
     STYLES,
@@ -41,6 +42,8 @@ def render_derivatives(result: DerivativeResult, style: Style = CLI) -> Renderab
     for name, text in result.derivatives.items():
         k = result.kind.split()[-1]
         parts.append(Text(f"SymPy: d^{k} out / d{name}^{k} = {shorten(text)}"))
+    if LATEX.get():
+        parts += [Text(f"LaTeX {key}: {tex}") for key, tex in result.latex.items()]
     causes: dict[str, list[str]] = {}
     for b in result.blocks:
         if b.cause is not None:

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text, spell
 from autogradcli.policy.verdict import AGREE, ROUNDING
+from autogradcli.render import LATEX
 from autogradcli.render.cells import (
     MARK_OF,
     STYLES,
@@ -62,6 +63,10 @@ def render(result: GradResult, style: Style = CLI) -> Group:
         from autogradcli.render.explain import render_explanation
 
         parts.append(render_explanation(result.explanation, result.output_name))
+    if LATEX.get():
+        for var in result.variables.values():
+            if var.latex is not None:
+                parts.append(Text(f"LaTeX ∂{result.output_name}/∂{var.name}: {var.latex}"))
     parts += [_expectation(e) for e in result.expectations]
     parts.append(_verdict(result))
     return Group(*parts)
