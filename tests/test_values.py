@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import autogradcli as ag
 from autogradcli.errors import LimitError, ValueSpecError
 from autogradcli.lang.values import RandomSource, read_value
 from autogradcli.settings import Limits
@@ -174,3 +175,13 @@ def test_weights_may_be_a_file_or_a_constructor(tmp_path):
 def test_what_a_value_cannot_set_is_said_not_ignored(value, message):
     run = cli("grad", "sum(x)", "--x", value)
     assert run.exit_code == 2 and run.stderr == message
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [("1\n2\n3\n", (3, 1)), ("1,2,3\n", (3,)), ("5\n", ()), ("1,2\n3,4\n", (2, 2))],
+)
+def test_csv_shapes(tmp_path, text, shape):
+    path = tmp_path / "v.csv"
+    path.write_text(text)
+    assert ag.grad("sum(x)", x=f"@{path}").variables["x"].value.shape == shape

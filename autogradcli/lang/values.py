@@ -445,9 +445,12 @@ def _load_pt(path: Path, limits: Limits) -> np.ndarray:
 
 def _load_csv(path: Path, limits: Limits) -> np.ndarray:
     try:
-        return _as_array(np.loadtxt(path, delimiter=",", dtype=np.float64), limits)
+        table = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError as exc:
         raise ValueSpecError("csv_unreadable", path=str(path), detail=str(exc)) from None
+    if table.shape[0] == 1:  # one line: a vector (one number: a scalar)
+        return _as_array(table[0] if table.shape[1] > 1 else table.reshape(()), limits)
+    return _as_array(table, limits)  # a one-column file stays a column, (n, 1)
 
 
 def _load_json(path: Path, limits: Limits) -> np.ndarray:
