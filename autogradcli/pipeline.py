@@ -125,7 +125,11 @@ def _variables(
         if name in bound.differentiate:
             text = model.derivative_text(name, ones)
             found = judge.variable(name, text, model.chain(name))
-            variables[name] = replace(found, latex=model.derivative_latex(name, ones))
+            variables[name] = replace(
+                found,
+                latex=model.derivative_latex(name, ones),
+                chain_latex=model.chain(name, latex=True),
+            )
         else:
             variables[name] = VariableResult(name, session.seen[name], requires_grad=False)
     return variables

@@ -126,6 +126,7 @@ class VariableResult(Frozen):
     cause: Cause | None = None  # why it is rounding or disagree
     numeric_verdict: str | None = None
     latex: str | None = None  # SymPy's derivative as LaTeX
+    chain_latex: str | None = None  # the chain-rule line as LaTeX
 
     @property
     def agree(self) -> bool | None:
@@ -150,6 +151,7 @@ class VariableResult(Frozen):
             "derivative": self.derivative,
             "latex": self.latex,
             "chain_rule": self.chain,
+            "chain_rule_latex": self.chain_latex,
             "max_abs_error": self.max_abs_error,
             "agree": self.agree,
             "numeric": _maybe(self.numeric),

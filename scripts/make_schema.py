@@ -104,6 +104,7 @@ variable = obj(
         "derivative": {"type": ["string", "null"]},
         "latex": {"type": ["string", "null"]},
         "chain_rule": {"type": ["string", "null"]},
+        "chain_rule_latex": {"type": ["string", "null"]},
         "max_abs_error": {"$ref": "#/$defs/number_or_null"},
         "agree": {"type": ["boolean", "null"]},
         "numeric": {"$ref": "#/$defs/tensor_or_null"},

@@ -525,3 +525,9 @@ def test_latex_of_the_derivatives():
     assert "LaTeX ∂out/∂x: 8 x^{3} + 3 x^{2} + 6 x + 5" in run.stdout
     document = cli("hessian", "x**2*y + y**3", "--x", "1", "--y", "2", "--json").json()
     assert document["latex"]["y,y"] == "6 y"
+    chain = ag.grad("y = x + 2; z = y*y*3; out = mean(z)", x="ones(2,2)").variables["x"]
+    assert chain.chain_latex == (
+        "\\frac{\\partial out}{\\partial x} = \\frac{\\partial out}{\\partial z} \\cdot "
+        "\\frac{\\partial z}{\\partial y} \\cdot \\frac{\\partial y}{\\partial x} = "
+        "\\left(\\frac{1}{4}\\right) \\cdot \\left(6 y\\right) \\cdot \\left(1\\right)"
+    )

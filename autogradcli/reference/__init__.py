@@ -48,7 +48,7 @@ class Model(Protocol):
 
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None: ...
 
-    def chain(self, name: str) -> str | None: ...
+    def chain(self, name: str, latex: bool = False) -> str | None: ...
 
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> Model: ...
 
@@ -209,7 +209,7 @@ class NumericModel:
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
         return None
 
-    def chain(self, name: str) -> str | None:
+    def chain(self, name: str, latex: bool = False) -> str | None:
         return None
 
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> NumericModel:

@@ -16,11 +16,16 @@ MAX_CHAIN_PATHS = 6
 
 
 def chain_rule(
-    expression: Expression, shapes: dict[str, Shape], name: str, limits: Limits | None = None
+    expression: Expression,
+    shapes: dict[str, Shape],
+    name: str,
+    limits: Limits | None = None,
+    latex: bool = False,
 ) -> str | None:
     """The chain rule over a program's steps for input ``name``, e.g.
     ``∂out/∂z·∂z/∂y·∂y/∂x = (1/4)·(6*y)·(1)``; each factor is SymPy's derivative of one
-    step with respect to one of its direct inputs. None for a plain expression."""
+    step with respect to one of its direct inputs (``latex``: the same line as LaTeX). None
+    for a plain expression."""
     if not expression.steps:
         return None
     limits = limits or Limits()
@@ -37,7 +42,8 @@ def chain_rule(
             inputs = tuple(n for n in direct_inputs(node) if n in all_shapes)
             step = Expression(unparse(node), node, inputs)
             model = SymbolicModel(step, {n: all_shapes[n] for n in inputs}, limits)
-            local[(unit, wrt)] = model.derivative_text(wrt)
+            text = model.derivative_latex(wrt) if latex else model.derivative_text(wrt)
+            local[(unit, wrt)] = str(text)
         return local[(unit, wrt)]
 
     paths: list[list[str]] = []
@@ -65,11 +71,21 @@ def chain_rule(
         spread = [
             k for k, (a, b) in enumerate(pairs) if _size(all_shapes[b]) < _size(all_shapes[a])
         ]
+        dot, (open_, close) = (
+            (" \\cdot ", ("\\sum\\left[", "\\right]")) if latex else ("·", ("Σ[", "]"))
+        )
         if not spread:
-            return "·".join(factors)
+            return dot.join(factors)
         k = spread[-1] + 1
-        return "Σ[" + "·".join(factors[:k]) + "]" + "".join("·" + f for f in factors[k:])
+        return open_ + dot.join(factors[:k]) + close + "".join(dot + f for f in factors[k:])
 
+    if latex:
+        names = " + ".join(
+            term(p, lambda a, b: f"\\frac{{\\partial {a}}}{{\\partial {b}}}") for p in paths
+        )
+        values = " + ".join(term(p, lambda a, b: f"\\left({factor(a, b)}\\right)") for p in paths)
+        out = expression.output
+        return f"\\frac{{\\partial {out}}}{{\\partial {name}}} = {names} = {values}"
     names = " + ".join(term(p, lambda a, b: f"∂{a}/∂{b}") for p in paths)
     values = " + ".join(term(p, lambda a, b: f"({factor(a, b)})") for p in paths)
     line = f"∂{expression.output}/∂{name} = {names} = {values}"

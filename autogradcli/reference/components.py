@@ -192,7 +192,7 @@ class ComponentModel:
             flat.append(symbol)
         return np.array(flat, dtype=object).reshape(terms.shape)
 
-    def chain(self, name: str) -> str | None:
+    def chain(self, name: str, latex: bool = False) -> str | None:
         """No chain-rule line: the component-wise terms are not split at the steps."""
         return None
 

@@ -67,6 +67,8 @@ def render(result: GradResult, style: Style = CLI) -> Group:
         for var in result.variables.values():
             if var.latex is not None:
                 parts.append(Text(f"LaTeX ∂{result.output_name}/∂{var.name}: {var.latex}"))
+            if var.chain_latex is not None:
+                parts.append(Text(f"LaTeX chain rule: {var.chain_latex}"))
     parts += [_expectation(e) for e in result.expectations]
     parts.append(_verdict(result))
     return Group(*parts)
