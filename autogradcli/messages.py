@@ -505,6 +505,9 @@ def glossary_text(key: str, style: Style = PYTHON) -> str:
 # --- notes -----------------------------------------------------------------------------------
 
 NOTES: dict[str, str] = {
+    "unchecked": "not checked: SymPy's exact {what} is past its limits and a numeric one "
+    "would need {evaluations} forward evaluations (the limit is {limit}); autograd's numbers "
+    "are shown beside torch.autograd.functional's, and only that cross-check ran",
     "program_dtype": "the program's values are {dtype} (dtype=), so everything runs in {dtype}",
     "constant_shadowed": "'{name}' here is a variable (given a value or assigned), not the "
     "constant {name}",

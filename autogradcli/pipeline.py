@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 
 from autogradcli.bind import Bound, Passes, bind
-from autogradcli.check.blocks import block_notes, make_block, settle_blocks
+from autogradcli.check.blocks import block_notes, make_block, settle_blocks, unchecked_block
 from autogradcli.check.judge import Judge
 from autogradcli.check.reconcile import domain_edges
-from autogradcli.errors import VariableError
+from autogradcli.errors import LimitError, VariableError
 from autogradcli.lang.analysis import calls, rounding_steps
 from autogradcli.notes import Note
-from autogradcli.policy.verdict import rounding_relative
+from autogradcli.policy.verdict import UNCHECKED, rounding_relative
 from autogradcli.reference import NumericModel, Reference, choose, exact_or_none, known
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import Block, DerivativeResult, GradResult, JacobianRow, VariableResult
@@ -151,6 +151,7 @@ def _derivative_result(
     """The blocks settled by the verdict policy, in a result."""
     settings = bound.settings
     relative = _relative(bound)
+    unchecked = any(b.reference_verdict == UNCHECKED for b in blocks)
     finite = all(bool(np.all(np.isfinite(v))) for v in session.seen.values())
     blocks = settle_blocks(blocks, settings.dtype, relative, rerun, diagnose, finite)
     rtol, atol = settings.tolerance
@@ -168,7 +169,7 @@ def _derivative_result(
         blocks=blocks,
         rows=rows,
         notes=tuple(dict.fromkeys([*bound.notes, *notes, *block_notes(blocks)])),
-        expected_by="SymPy" if exact else "numeric",
+        expected_by="SymPy" if exact else "none" if unchecked else "numeric",
         derivatives=derivatives or {},
         latex=latex or {},
         rounding_bound=relative,
@@ -235,6 +236,11 @@ def _blocks(
     blocks = []
     for key, autograd in found.items():
         exact = model is not None
+        if not exact and numbers is None:  # past every check's budget: shown, not checked
+            name = key if isinstance(key, str) else ",".join(key)
+            cross_key = (cross[0][key].reshape(autograd.shape), cross[1])
+            blocks.append(unchecked_block(name, autograd, cross_key, bound.settings))
+            continue
         expected, kinks, codes = values[key] if exact else (numbers[key], None, set())  # type: ignore[index]
         third = numbers[key] if numbers is not None and exact else None
         blocks.append(
@@ -308,7 +314,12 @@ def run_hessian(bound: Bound) -> DerivativeResult:
         return model, {p: model.values_of(hessian_terms(model, *p), session.seen) for p in found}
 
     def numeric() -> Any:
-        return numeric_hessian(_forward(bound, session.seen), session.seen, bound.names)
+        try:
+            return numeric_hessian(_forward(bound, session.seen), session.seen, bound.names)
+        except LimitError as exc:  # too many forward passes: autograd's Hessian, unchecked
+            notes[:] = [n for n in notes if n.code != "numeric_fallback"]  # it did not run
+            notes.append(Note("unchecked", dict(exc.data)))
+            return None
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
     blocks = _blocks(bound, found, cross, model, values, numbers)

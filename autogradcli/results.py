@@ -537,7 +537,7 @@ class Block(Frozen):
 
     @property
     def agree(self) -> bool:
-        return self.verdict != DISAGREE
+        return self.verdict in (AGREE, ROUNDING)
 
     @property
     def rounding(self) -> str | None:

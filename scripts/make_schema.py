@@ -22,8 +22,8 @@ DEFS = {
     "tensor_or_null": {"anyOf": [{"$ref": "#/$defs/tensor"}, {"type": "null"}]},
     "number_or_null": {"anyOf": [{"$ref": "#/$defs/number"}, {"type": "null"}]},
     "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-    "verdict": {"enum": ["agree", "rounding", "disagree"]},
-    "verdict_or_null": {"enum": ["agree", "rounding", "disagree", None]},
+    "verdict": {"enum": ["agree", "rounding", "unchecked", "disagree"]},
+    "verdict_or_null": {"enum": ["agree", "rounding", "unchecked", "disagree", None]},
     "cause": {
         "anyOf": [
             {"type": "null"},
@@ -73,7 +73,7 @@ HEAD = {
     "device": {"type": "string"},
     "dtype": {"enum": ["float32", "float64", "float16", "bfloat16"]},
     "tolerance": {"$ref": "#/$defs/tolerance"},
-    "expected_by": {"enum": ["SymPy", "numeric"]},
+    "expected_by": {"enum": ["SymPy", "numeric", "none"]},
     "seed": {"$ref": "#/$defs/seed"},
     "notes": {"$ref": "#/$defs/notes"},
     "note_codes": {"$ref": "#/$defs/note_codes"},

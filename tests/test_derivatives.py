@@ -515,3 +515,21 @@ def test_jacobian_and_hessian_take_rtol_and_atol(command):
     doc = cli(command, "sum(x**2)", "--x", "[1.0, 2.0]", "--rtol", "0.01", "--atol", "0.5",
               "--json").json()  # fmt: skip
     assert doc["tolerance"] == {"rtol": 0.01, "atol": 0.5}
+
+
+def test_a_hessian_past_every_budget_is_shown_unchecked():
+    """200 inputs: SymPy's exact Hessian stops at 64 and the numeric one would need 80,400
+    forward passes, so autograd's Hessian comes back with only torch's cross-check."""
+    r = ag.hessian("sum(x**3)", x="linspace(0, 1, 200)")
+    block = r.blocks[0]
+    x = np.linspace(0, 1, 200)
+    np.testing.assert_allclose(block.autograd, np.diag(6 * x), rtol=1e-6, atol=1e-6)
+    assert (r.verdict, block.verdict, block.cross_agree) == ("unchecked", "unchecked", True)
+    assert not r.agree and not block.agree and r.expected_by == "none"
+    assert [n.code for n in r.notes] == ["unchecked"]
+    run = cli("hessian", "sum(x**3)", "--x", "linspace(0, 1, 200)")
+    assert run.exit_code == 1
+    assert " ".join(run.stdout.split()).endswith(
+        "? not checked: autograd's hessian is shown without a reference "
+        "(torch.autograd.functional agrees); exit code 1"
+    )

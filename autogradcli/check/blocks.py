@@ -4,6 +4,7 @@ and the numeric opinion, settled by the verdict policy."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -12,8 +13,8 @@ import numpy as np
 
 from autogradcli.check.diagnose import check_cause, rounding_cause
 from autogradcli.notes import Note
-from autogradcli.policy.compare import compare
-from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, settle
+from autogradcli.policy.compare import Comparison, compare
+from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, UNCHECKED, settle
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import Block
 from autogradcli.settings import Settings
@@ -65,6 +66,25 @@ def make_block(
         numeric_agree=numeric_agree,
         reference_verdict=AGREE if check.agree else DISAGREE,
         kink_codes=kink_codes,
+    )
+
+
+def unchecked_block(
+    key: str, autograd: np.ndarray, cross: tuple[np.ndarray, str], settings: Settings
+) -> Block:
+    """A block no reference could check: autograd's numbers beside torch's cross-check."""
+    expected = np.full(autograd.shape, np.nan)
+    check = Comparison(agree=True, max_abs_error=math.nan)
+    return Block(
+        key=key,
+        autograd=autograd,
+        cross=cross[0],
+        cross_name=cross[1],
+        expected=expected,
+        max_abs_error=math.nan,
+        check=check,
+        cross_agree=compare(autograd, cross[0], *settings.tolerance).agree,
+        reference_verdict=UNCHECKED,
     )
 
 

@@ -24,8 +24,9 @@ from typing import Any
 from autogradcli.policy.compare import Comparison
 
 AGREE, ROUNDING, DISAGREE = "agree", "rounding", "disagree"
-VERDICTS = (AGREE, ROUNDING, DISAGREE)
-MARKS = {AGREE: "✓", ROUNDING: "≈", DISAGREE: "✗"}
+UNCHECKED = "unchecked"  # no reference could be had (past every check's budget): shown, not checked
+VERDICTS = (AGREE, ROUNDING, UNCHECKED, DISAGREE)
+MARKS = {AGREE: "✓", ROUNDING: "≈", UNCHECKED: "?", DISAGREE: "✗"}
 
 # Unit roundoff (half the machine epsilon) per dtype.
 UNIT_ROUNDOFF: dict[str, float] = {

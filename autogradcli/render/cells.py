@@ -9,7 +9,7 @@ from rich.text import Text
 
 from autogradcli.render import FULL
 
-OK, NEAR, BAD = "✓", "≈", "✗"
+OK, NEAR, BAD, UNSEEN = "✓", "≈", "✗", "?"
 SHOWN = 300  # characters of a derivative shown in a report, unless --full
 
 
@@ -20,8 +20,8 @@ def shorten(text: str, limit: int = SHOWN) -> str:
     return f"{text[:limit]}… ({len(text)} characters; all of it with --full or in --json)"
 
 
-STYLES = {OK: "bold green", NEAR: "bold yellow", BAD: "bold red"}
-MARK_OF = {"agree": OK, "rounding": NEAR, "disagree": BAD}
+STYLES = {OK: "bold green", NEAR: "bold yellow", BAD: "bold red", UNSEEN: "bold magenta"}
+MARK_OF = {"agree": OK, "rounding": NEAR, "disagree": BAD, "unchecked": UNSEEN}
 
 
 def format_array(array: np.ndarray | None) -> Text:

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text
-from autogradcli.policy.verdict import AGREE, ROUNDING
+from autogradcli.policy.verdict import AGREE, ROUNDING, UNCHECKED
 from autogradcli.render import LATEX
 from autogradcli.render.cells import (
     MARK_OF,
@@ -67,6 +67,15 @@ def render_derivatives(result: DerivativeResult, style: Style = CLI) -> Renderab
             Text(
                 f"{mark_} autograd and {who} agree within {result.dtype} rounding (bound "
                 f"{result.rounding_bound:.2g} relative; float64 agrees){strict}",
+                style=STYLES[mark_],
+            )
+        )
+    elif verdict == UNCHECKED:
+        cross = "agrees" if all(b.cross_agree is not False for b in result.blocks) else "disagrees"
+        parts.append(
+            Text(
+                f"{mark_} not checked: autograd's {result.kind} is shown without a reference "
+                f"(torch.autograd.functional {cross}); exit code 1",
                 style=STYLES[mark_],
             )
         )
