@@ -11,14 +11,21 @@ import sys
 from collections.abc import Callable
 from contextvars import ContextVar
 
-REPORT: ContextVar[Callable[[str], None] | None] = ContextVar("report", default=None)
+REPORT: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("report", default=None)
 
 
 def stage(text: str) -> None:
     """Tell the front end (if it listens) what comes next."""
     report = REPORT.get()
     if report is not None:
-        report(text)
+        report(text, 0, 0)
+
+
+def step(text: str, done: int, total: int) -> None:
+    """How far a counted piece of work is (``done`` of ``total``), for a progress bar."""
+    report = REPORT.get()
+    if report is not None:
+        report(text, done, total)
 
 
 def loading() -> None:

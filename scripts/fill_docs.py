@@ -1,7 +1,8 @@
 """Refresh every ```console block in the given pages with the tool's real output.
 
 Usage: ``python scripts/fill_docs.py README.md docs/*.md``. Runs each ``$ autograd-cli ...`` line
-in-process with the tests' settings (COLUMNS=100, NO_COLOR) so that tests/test_docs.py passes.
+in-process with the tests' settings (COLUMNS=100, NO_COLOR) so that tests/test_docs.py passes,
+and redraws the pictures in docs/images/ (scripts/make_pictures.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ def main(paths: list[str]) -> None:
     for path in map(Path, paths):
         text = re.sub(r"```console\n(.*?)```", fill_block, path.read_text(), flags=re.S)
         path.write_text(text)
+    # the pictures of real output (Rich's SVG export of the reports, the plots), with them
+    from scripts.make_pictures import ROOT, captures, plots
+
+    folder = ROOT / "docs" / "images"
+    captures(folder)
+    plots(folder)
 
 
 if __name__ == "__main__":

@@ -531,3 +531,18 @@ def test_latex_of_the_derivatives():
         "\\frac{\\partial z}{\\partial y} \\cdot \\frac{\\partial y}{\\partial x} = "
         "\\left(\\frac{1}{4}\\right) \\cdot \\left(6 y\\right) \\cdot \\left(1\\right)"
     )
+
+
+def test_the_numeric_check_reports_its_progress():
+    import autogradcli as ag
+    from autogradcli.progress import REPORT
+
+    seen: list[tuple[str, int, int]] = []
+    token = REPORT.set(lambda text, done, total: seen.append((text, done, total)))
+    try:
+        ag.grad("sum(x**2)", x="[1., 2., 3.]", numeric=True)
+    finally:
+        REPORT.reset(token)
+    counted = [s for s in seen if s[2]]
+    assert counted[-1] == ("numeric gradient", 7, 7)  # 2 per element and 1 at the point
+    assert [d for _, d, _ in counted] == sorted(d for _, d, _ in counted)

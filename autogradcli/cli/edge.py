@@ -132,7 +132,10 @@ def waiting(enabled: bool) -> Iterator[None]:
             status.update(str(state["text"]))
             status.start()
 
-    def report(text: str) -> None:
+    def report(text: str, done: int = 0, total: int = 0) -> None:
+        if total:  # a counted step: a bar
+            filled = 24 * done // total
+            text = f"{text} {'━' * filled}{'╺' * (24 - filled)} {done}/{total}"
         with lock:
             state["text"] = text
             if state["shown"]:

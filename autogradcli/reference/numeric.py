@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autogradcli.errors import LimitError
+from autogradcli.progress import step
 
 Values = dict[str, np.ndarray]
 Forward = Callable[[Values], np.ndarray]
@@ -41,10 +42,24 @@ def _check_budget(evaluations: int, what: str) -> None:
         raise LimitError(
             "numeric_budget", what=what, evaluations=evaluations, limit=MAX_EVALUATIONS
         )
+    _COUNT.update(what=f"numeric {what}", done=0, total=evaluations)
+
+
+# Forward passes of the numeric check under way, for a front end's progress bar.
+_COUNT: dict[str, object] = {"what": "", "done": 0, "total": 0}
+
+
+def _counted() -> None:
+    """One more forward pass of the numeric check, told to the front end now and then."""
+    done, total = int(_COUNT["done"]) + 1, int(_COUNT["total"])  # type: ignore[call-overload]
+    _COUNT["done"] = done
+    if total and (done == total or done % max(1, total // 100) == 0):
+        step(str(_COUNT["what"]), done, total)
 
 
 def _evaluate(f: Forward, work: Values) -> np.ndarray:
     """``f(work)`` as a float64 array that does not alias ``work``."""
+    _counted()
     return np.array(f(work), dtype=np.float64, copy=True)
 
 
