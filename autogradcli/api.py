@@ -80,20 +80,15 @@ def grad(
     plan = Passes(repeat, same_graph, retain_graph, zero_grad)
     bound = bind(expression, given, chosen, weights=weights, const=const)
     if bound.program.is_cell:
-        asked = {
-            "weights": weights is not None,
-            "repeat": repeat != 1,
-            "retain_grad": bool(retain_grad),
-            "inspect": inspect,
-            "explain": explain,
-            "expect": bool(expect),
-        }
-        for option, given_option in asked.items():
-            if given_option:
-                raise VariableError("cell_option", option=option)
-        from autogradcli.cellrun import run_cell
-
-        return run_cell(bound)  # type: ignore[return-value]
+        return _cell(  # type: ignore[return-value]
+            bound,
+            weights=weights is not None,
+            repeat=repeat != 1,
+            retain_grad=bool(retain_grad),
+            inspect=inspect,
+            explain=explain,
+            expect=bool(expect),
+        )
     names = [retain_grad] if isinstance(retain_grad, str) else list(retain_grad)
     retained = tuple(retained_names(bound, names))
 
@@ -116,6 +111,19 @@ def grad(
 
         result = with_expectations(result, expected)
     return result
+
+
+def _cell(bound: Bound, **asked: bool) -> CellResult:
+    """A notebook cell runs line by line; its own lines say what runs, so the options
+    ``asked`` (True where given) do not apply to it."""
+    for option, given in asked.items():
+        if given:
+            raise VariableError("cell_option", option=option)
+    loading()
+    from autogradcli.cellrun import run_cell
+
+    stage("running the cell and checking each line with SymPy")
+    return run_cell(bound)
 
 
 def _with_suggestions(

@@ -43,7 +43,7 @@ def sample(
 ) -> PlotResult:
     """f, autograd's K-th derivative and SymPy's over ``points`` points of ``span`` in
     ``wrt`` (the other variables fixed at ``values``)."""
-    from autogradcli.api import derivative, grad, split
+    from autogradcli.api import split
     from autogradcli.lang.parser import parse_expression
 
     chosen, given = split(settings, values, keywords)
@@ -58,23 +58,9 @@ def sample(
     xs = np.linspace(lo, hi, points)
     inputs = {**given, name: xs}
     const = [n for n in program.variables if n != name]
-    if order == 1:
-        result: Any = grad(expression, inputs, settings=chosen, weights="ones", const=const)
-        if result.output.shape != xs.shape:
-            raise VariableError("plot_not_elementwise", name=name)
-        variable = result.variables[name]
-        computed, expected = variable.grad, variable.expected
-        f, f_expected, verdict = result.output, result.output_expected, result.verdict
-        rtol, atol = result.rtol, result.atol
-    else:
-        result = derivative(expression, inputs, settings=chosen, order=order, const=const)
-        block = next(b for b in result.blocks if b.key == name)
-        computed, expected = block.autograd, block.expected
-        if computed.shape != xs.shape:
-            raise VariableError("plot_not_elementwise", name=name)
-        first = grad(expression, inputs, settings=chosen, weights="ones", const=const)
-        f, f_expected, verdict = first.output, first.output_expected, result.verdict
-        rtol, atol = result.rtol, result.atol
+    f, f_expected, computed, expected, verdict, (rtol, atol) = _derivatives(
+        expression, inputs, chosen, const, name, order
+    )
     with np.errstate(all="ignore"):
         close = np.isclose(computed, expected, rtol=rtol, atol=atol, equal_nan=True)
         undefined = ~np.isfinite(expected)
@@ -97,3 +83,30 @@ def sample(
         verdict=verdict,
         strict=chosen.strict,
     )
+
+
+def _derivatives(
+    expression: str,
+    inputs: dict[str, Any],
+    settings: Settings,
+    const: list[str],
+    name: str,
+    order: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, tuple[float, float]]:
+    """f and the K-th derivative along ``name``, by autograd and by SymPy, the verdict and
+    the tolerance: ``grad`` with ``backward(ones)`` for K = 1, ``derivative`` beyond."""
+    from autogradcli.api import derivative, grad
+
+    first = grad(expression, inputs, settings=settings, weights="ones", const=const)
+    if first.output.shape != inputs[name].shape:
+        raise VariableError("plot_not_elementwise", name=name)
+    if order == 1:
+        variable = first.variables[name]
+        computed, expected, verdict = variable.grad, variable.expected, first.verdict
+        tolerance = first.rtol, first.atol
+    else:
+        result = derivative(expression, inputs, settings=settings, order=order, const=const)
+        block = next(b for b in result.blocks if b.key == name)
+        computed, expected, verdict = block.autograd, block.expected, result.verdict
+        tolerance = result.rtol, result.atol
+    return first.output, first.output_expected, computed, expected, verdict, tolerance

@@ -63,32 +63,41 @@ def chain_rule(
     if len(paths) > MAX_CHAIN_PATHS:
         return f"more than {MAX_CHAIN_PATHS} paths from {expression.output} to {name}"
 
+    return _written(paths, all_shapes, factor, expression.output, name, latex)
+
+
+def _written(
+    paths: list[list[str]],
+    shapes: dict[str, Shape],
+    factor: Callable[[str, str], str],
+    output: str,
+    name: str,
+    latex: bool,
+) -> str:
+    """The chain-rule line: the factors' names, then their values (text or LaTeX)."""
+    dot = " \\cdot " if latex else "·"
+    opening, closing = ("\\sum\\left[", "\\right]") if latex else ("Σ[", "]")
+
     def term(path: list[str], show: Callable[[str, str], str]) -> str:
         pairs = list(itertools.pairwise(path))
         factors = [show(a, b) for a, b in pairs]
         # where a smaller tensor is spread over a larger one (m = mean(y) used in y - m),
         # the factors above it are summed over the larger one's elements
-        spread = [
-            k for k, (a, b) in enumerate(pairs) if _size(all_shapes[b]) < _size(all_shapes[a])
-        ]
-        dot, (open_, close) = (
-            (" \\cdot ", ("\\sum\\left[", "\\right]")) if latex else ("·", ("Σ[", "]"))
-        )
+        spread = [k for k, (a, b) in enumerate(pairs) if _size(shapes[b]) < _size(shapes[a])]
         if not spread:
             return dot.join(factors)
         k = spread[-1] + 1
-        return open_ + dot.join(factors[:k]) + close + "".join(dot + f for f in factors[k:])
+        return opening + dot.join(factors[:k]) + closing + "".join(dot + f for f in factors[k:])
 
     if latex:
         names = " + ".join(
             term(p, lambda a, b: f"\\frac{{\\partial {a}}}{{\\partial {b}}}") for p in paths
         )
         values = " + ".join(term(p, lambda a, b: f"\\left({factor(a, b)}\\right)") for p in paths)
-        out = expression.output
-        return f"\\frac{{\\partial {out}}}{{\\partial {name}}} = {names} = {values}"
+        return f"\\frac{{\\partial {output}}}{{\\partial {name}}} = {names} = {values}"
     names = " + ".join(term(p, lambda a, b: f"∂{a}/∂{b}") for p in paths)
     values = " + ".join(term(p, lambda a, b: f"({factor(a, b)})") for p in paths)
-    line = f"∂{expression.output}/∂{name} = {names} = {values}"
+    line = f"∂{output}/∂{name} = {names} = {values}"
     if "Σ[" in line:
         line += " (Σ[...]: summed over the elements a smaller tensor is spread to)"
     return line
