@@ -56,6 +56,8 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     session = start(bound)
     retained = list(request.retained)
     autograd = run_passes(session, plan, retained, request.explicit, request.explain)
+    if not (request.inspect or retained or request.explain):
+        autograd.release()  # only a diagnosis would look at the forward values
     reference = reference_for(bound, session)
     weights = None if session.weight_tensor is None else session.seen_weights
     numeric = NumericModel(bound.program, bound.shapes, bound.limits)

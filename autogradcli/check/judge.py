@@ -24,6 +24,11 @@ from autogradcli.settings import TOLERANCES
 from autogradcli.torchside.run import Autograd, Passes, Session, float64_run
 
 
+def times(scale: int, values: np.ndarray) -> np.ndarray:
+    """``scale * values``; the array itself for one pass (no copy of a large gradient)."""
+    return values if scale == 1 else scale * values
+
+
 def bounds(expected: Expected, name: str, scale: int = 1) -> tuple[Any, Any] | None:
     """The numeric one-sided slopes for ``name``, times ``scale`` passes, or None."""
     if name not in expected.bounds:
@@ -125,7 +130,7 @@ class Judge:
         e = self.expected
         return compare(
             grads,
-            scale * e.grads[name],
+            times(scale, e.grads[name]),
             self.rtol,
             self.atol,
             e.kinks[name],
@@ -139,7 +144,7 @@ class Judge:
         assert self.numbers is not None
         return compare(
             grads,
-            scale * self.numbers.grads[name],
+            times(scale, self.numbers.grads[name]),
             max(self.rtol, NUMERIC.rtol),
             max(self.atol, NUMERIC.atol),
             self.expected.kinks[name],
@@ -196,8 +201,9 @@ class Judge:
         """Where the forward pass went wrong, if it did (computed once, SymPy only)."""
         if not self._diagnosed and self.exact:
             session = self.session
+            trace = self.autograd.forward_values(session)
             self._forward = forward_cause(
-                session.bound.program, self.autograd.trace, self.model, session.seen, self.dtype
+                session.bound.program, trace, self.model, session.seen, self.dtype
             )
         self._diagnosed = True
         return self._forward
@@ -215,7 +221,7 @@ class Judge:
         """Gradient, reference, verdict, cause and notes of one differentiated variable."""
         e = self.expected
         scale = self.plan.times(len(self.autograd.snapshots))
-        grad, want = self.autograd.snapshots[-1][name], scale * e.grads[name]
+        grad, want = self.autograd.snapshots[-1][name], times(scale, e.grads[name])
         check = self.check(name, grad, scale)
         verdict = self.settle(check, lambda f: f.grads[name])
         huge = e.huge.get(name)
@@ -226,7 +232,7 @@ class Judge:
         notes = variable_notes(codes, check, want, marked)
         numeric = numeric_error = numeric_verdict = None
         if self.numbers is not None and self.exact:
-            numeric = scale * self.numbers.grads[name]
+            numeric = times(scale, self.numbers.grads[name])
             third = self.numeric_check(name, grad, scale)
             numeric_error = third.max_abs_error
             numeric_verdict = self.settle(third, lambda f: f.numeric[name])
@@ -258,7 +264,7 @@ class Judge:
         names = self.session.bound.names
         for index, grads in enumerate(self.autograd.snapshots, start=1):
             scale = self.plan.times(index)
-            want = {n: scale * self.expected.grads[n] for n in names}
+            want = {n: times(scale, self.expected.grads[n]) for n in names}
             verdicts = [
                 self.settle(self.check(n, grads[n], scale), lambda f, n=n: f.grads[n])
                 for n in names
@@ -293,7 +299,7 @@ def variable_notes(
             )
         )
     with np.errstate(all="ignore"):
-        ordinary = np.where(kinks, 0.0, expected)
+        ordinary = np.where(kinks, 0.0, expected) if kinks.any() else expected
         infinite, undefined = int(np.isinf(ordinary).sum()), int(np.isnan(ordinary).sum())
     if infinite:
         notes.append(Note("infinite_derivative", {"elements": infinite}))

@@ -115,7 +115,10 @@ def read_value(spec: Any, limits: Limits, random: RandomSource | None = None) ->
         import torch
 
         spec = spec.detach().to("cpu", torch.float64, copy=True).numpy()
-    return _as_array(spec, limits)
+    array = _as_array(spec, limits)
+    if isinstance(spec, np.ndarray) and np.may_share_memory(array, spec):
+        array = array.copy()  # the caller may change their array later; the run keeps its own
+    return array
 
 
 def _short(text: str) -> str:

@@ -229,7 +229,7 @@ class SymbolicModel:
         ordered = [n for n in self.expression.variables if n in differentiate]
         self._reduce_all(self.output.expr, env, arith)
         output = np.broadcast_to(evaluate(self.output.expr, env, arith), self.output.shape)
-        grads = {n: arith.array(np.zeros(self.shapes[n])) for n in ordered}
+        grads: dict[str, Any] = dict.fromkeys(ordered)  # None: nothing added yet (0)
         kinks = {n: np.zeros(self.shapes[n], dtype=bool) for n in ordered}
         notes: dict[str, set[str]] = {n: set() for n in ordered}
         upstream = np.broadcast_to(arith.array(weights), self.output.shape)
@@ -237,7 +237,10 @@ class SymbolicModel:
         self._marked = set()
         with np.errstate(all="ignore"):
             self._vjp(self.output, upstream, env, grads, kinks, notes, differentiate, arith)
-        return expected_from(arith, output, grads, kinks, notes)
+        for name, grad in grads.items():
+            if grad is None:  # no path from the output to this input: its gradient is 0
+                grads[name] = arith.array(np.zeros(self.shapes[name]))
+        return expected_from(arith, output, grads, kinks, notes, fresh=True)
 
     def _reduce_all(self, expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> None:
         """Evaluate every reduction under ``expr``, innermost first, into ``env``."""
@@ -275,8 +278,12 @@ class SymbolicModel:
             if symbol in self.reductions and self.reductions[symbol].kind == "detach":
                 continue  # no gradient flows into a detached copy
             derivative = self.derivative(block, symbol)
-            local = np.broadcast_to(evaluate(derivative, env, arith), block.shape)
-            contribution = upstream * local
+            local = evaluate(derivative, env, arith)
+            if local.shape == block.shape and _owned(local, env):  # a new array: reused
+                contribution = np.multiply(upstream, local, out=local)
+            else:
+                contribution = upstream * np.broadcast_to(local, block.shape)
+            del local
             if self._exact_zeros:
                 contribution = np.where(np.asarray(upstream == 0, dtype=bool), zero, contribution)
             if kinks is not None:
@@ -290,7 +297,8 @@ class SymbolicModel:
                             notes[name] |= kink_codes(type(atom).__name__, self.uses)
             if symbol in names:
                 name = names[symbol]
-                grads[name] = grads[name] + reduce_to_shape(contribution, self.shapes[name])
+                reduced = reduce_to_shape(contribution, self.shapes[name], own=True)
+                _accumulate(grads, name, reduced, arith)
                 continue
             inner = self.reductions[symbol]
             scale = arith.total(contribution)
@@ -314,7 +322,7 @@ class SymbolicModel:
         abs(sum(y) - y) the first argument, y1 + y2, does not move with y0). Random
         positive weights keep different kink elements from cancelling."""
         weights = np.where(at, np.random.default_rng(0).uniform(1.0, 2.0, shape), 0.0)
-        moved = {n: arith.array(np.zeros(self.shapes[n])) for n in grads}
+        moved: dict[str, Any] = dict.fromkeys(grads)
         exact_zeros, self._exact_zeros = self._exact_zeros, True
         try:
             block = Block(atom.args[0], shape)
@@ -324,7 +332,47 @@ class SymbolicModel:
             self._exact_zeros = exact_zeros
         found = {}
         for name, grad in moved.items():
+            if grad is None:  # nothing flowed to it: it does not move the argument
+                continue
             mask = np.asarray(grad != 0, dtype=bool) | arith.isnan(grad)  # NaN counts as moved
             if mask.any():
                 found[name] = mask
         return found
+
+
+def _owned(value: np.ndarray, env: dict[sp.Symbol, Any]) -> bool:
+    """Whether ``value`` is an array of its own, made by this evaluation (not an input's
+    array, a view or a constant), so that it may be overwritten."""
+    return (
+        isinstance(value, np.ndarray)
+        and value.ndim > 0
+        and value.flags.owndata
+        and value.flags.writeable
+        and not any(np.may_share_memory(value, v) for v in env.values())
+    )
+
+
+def _accumulate(grads: dict[str, Any], name: str, contribution: np.ndarray, arith: Arith) -> None:
+    """``grads[name] += contribution`` (``contribution`` is an array of its own): in place.
+    The first contribution is added to 0 as before (0 + -0.0 is 0.0), in its own array."""
+    total = grads[name]
+    if total is None:
+        zero = arith.number(sp.Integer(0))
+        if (
+            isinstance(contribution, np.ndarray)
+            and contribution.ndim
+            and contribution.flags.writeable
+        ):
+            grads[name] = np.add(zero, contribution, out=contribution)
+        else:
+            grads[name] = zero + contribution
+    elif (
+        isinstance(total, np.ndarray)
+        and isinstance(contribution, np.ndarray)
+        and total.ndim
+        and total.shape == contribution.shape
+        and total.dtype == contribution.dtype
+    ):
+        np.add(total, contribution, out=total)
+    else:
+        grads[name] = total + contribution

@@ -283,14 +283,41 @@ def evaluate(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith = FLOAT64) -
     return result
 
 
+def _uses(expr: sp.Expr, env: dict[sp.Symbol, Any]) -> dict[sp.Expr, int]:
+    """How many times each subexpression of ``expr`` is an argument of another (SymPy
+    shares equal subexpressions, so the tree is a graph); names in ``env`` are not counted."""
+    uses: dict[sp.Expr, int] = {}
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        for arg in node.args:
+            if arg in env or not isinstance(arg, sp.Basic):
+                continue
+            seen = arg in uses
+            uses[arg] = uses.get(arg, 0) + 1
+            if not seen:
+                stack.append(arg)
+    return uses
+
+
 def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
     cache: dict[sp.Expr, Any] = {}
+    # A value is dropped from the cache once every node that takes it as an argument has
+    # been computed: an intermediate array of a large tensor (80 MB at 10^7 float64
+    # elements) lives no longer than it is needed. The cache only saves recomputation, so
+    # a count that misses a path (a merged power, a condition) costs time, never a number.
+    uses = _uses(expr, env)
 
     def value(node: sp.Expr) -> Any:
         if node in env:
             return env[node]
         if node not in cache:
             cache[node] = _value(node)
+            for arg in node.args:
+                left = uses.get(arg, 0) - 1
+                uses[arg] = left
+                if left <= 0:
+                    cache.pop(arg, None)
         return cache[node]
 
     def product(factors: Iterable[Any]) -> Any:
@@ -458,19 +485,23 @@ def sample_check(
     """Check float64 ``values`` of ``expr`` against precise evaluation at ``SAMPLE`` random
     elements; ``SampleMismatch`` when one differs by more than ``SAMPLE_RTOL``."""
     values = np.asarray(values, dtype=np.float64)
+    values = values.reshape(values.shape or (1,))
     if values.size <= SAMPLE:
         picks = np.arange(values.size)
     else:
         picks = np.random.default_rng(seed).choice(values.size, SAMPLE, replace=False)
     free = [s for s in expr.free_symbols if s in env]
-    local = {s: np.broadcast_to(np.asarray(env[s]), values.shape).reshape(-1)[picks] for s in free}
+    # the sampled elements only: reshape(-1) of a broadcast input (a reduction's value, a
+    # smaller input) would copy it whole first
+    at = np.unravel_index(picks, values.shape)
+    local = {s: np.broadcast_to(np.asarray(env[s]), values.shape)[at] for s in free}
 
     def compute(arith: Arith) -> np.ndarray:
         inputs = {s: arith.array(v) for s, v in local.items()}
         return np.broadcast_to(evaluate_float(expr, inputs, arith), picks.shape)
 
     precise = stable(compute, close_floats)
-    fast = values.reshape(-1)[picks]
+    fast = values[at]
     with np.errstate(all="ignore"):
         off = ~(
             (fast == precise)

@@ -129,14 +129,20 @@ def abs_form(expr: sp.Expr) -> sp.Expr:
     )
 
 
-def reduce_to_shape(array: np.ndarray, shape: Shape, ufunc: np.ufunc = np.add) -> np.ndarray:
-    """Sum (or OR) a broadcast result back to the shape of the input it came from."""
+def reduce_to_shape(
+    array: np.ndarray, shape: Shape, ufunc: np.ufunc = np.add, own: bool = False
+) -> np.ndarray:
+    """Sum (or OR) a broadcast result back to the shape of the input it came from: a new
+    array (``own``: ``array`` is the caller's to give away, returned as it is when it has
+    the shape already)."""
     array = np.asarray(array)
     extra = array.ndim - len(shape)
     out = ufunc.reduce(array, axis=tuple(range(extra))) if extra > 0 else array
     axes = tuple(i for i, size in enumerate(shape) if size == 1 and out.shape[i] != 1)
     if axes:
         out = ufunc.reduce(out, axis=axes, keepdims=True)
+    if isinstance(out, np.ndarray) and out.shape == tuple(shape) and (out is not array or own):
+        return out
     return np.array(np.broadcast_to(out, shape))
 
 
@@ -228,12 +234,14 @@ def expected_from(
     grads: dict[str, Any],
     kinks: dict[str, np.ndarray],
     notes: dict[str, set[str]],
+    fresh: bool = False,
 ) -> Expected:
     """An ``Expected`` of float64 arrays from numbers in ``arith`` (values past float64's
-    range become ±inf and are marked ``huge``)."""
+    range become ±inf and are marked ``huge``); ``fresh``: the gradients are arrays of
+    their own, kept as they are when they are float64 already."""
 
     out, out_huge = in_range(arith, output)
-    ranged = {n: in_range(arith, g) for n, g in grads.items()}
+    ranged = {n: in_range(arith, g, fresh) for n, g in grads.items()}
     return Expected(
         output=out,
         grads={n: r[0] for n, r in ranged.items()},
@@ -245,7 +253,14 @@ def expected_from(
     )
 
 
-def in_range(arith: Arith, values: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``values`` as float64, and where they are finite but past float64's range."""
-    floats = np.array(arith.floats(values), dtype=np.float64)
+def in_range(arith: Arith, values: Any, fresh: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` as a new float64 array (``fresh``: float64 ``values`` of their own are
+    not copied), and where they are finite but past float64's range (nowhere, when they
+    were float64 already)."""
+    floats = arith.floats(values)
+    if floats is values or np.may_share_memory(floats, values):  # float64 already
+        if not (fresh and isinstance(values, np.ndarray) and values.flags.writeable):
+            floats = np.array(floats, dtype=np.float64)
+        return floats, np.zeros(floats.shape, dtype=bool)
+    floats = np.asarray(floats, dtype=np.float64)
     return floats, np.asarray(arith.isfinite(values) & ~np.isfinite(floats), dtype=bool)

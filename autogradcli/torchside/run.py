@@ -55,9 +55,23 @@ def start(bound: Bound) -> Session:
         for name in bound.program.variables
     }
     weight = None if bound.weights is None else build.make_leaf(bound.weights, dtype, device, False)
-    seen = {name: to_numpy(leaf) for name, leaf in leaves.items()}
+    seen = {name: as_seen(leaf, bound.arrays[name]) for name, leaf in leaves.items()}
     seen_weights = np.ones(bound.out_shape) if weight is None else to_numpy(weight)
     return Session(bound, leaves, weight, seen, seen_weights, device)
+
+
+def as_seen(leaf: torch.Tensor, given: np.ndarray) -> np.ndarray:
+    """The values ``leaf`` holds, as float64: the array it was made from when the dtype
+    kept every value (a float32 file read as float64, say), so that the two are not held
+    twice; otherwise a copy."""
+    if given.dtype == np.float64 and leaf.dtype in (torch.float32, torch.float64):
+        held = leaf.detach()
+        if held.device.type != "cpu":
+            held = held.cpu()
+        with np.errstate(invalid="ignore"):  # NaN never compares equal: then a copy
+            if given.shape == tuple(held.shape) and bool(np.equal(given, held.numpy()).all()):
+                return given
+    return to_numpy(leaf)
 
 
 @dataclass
@@ -70,6 +84,24 @@ class Autograd:
     first: Trace
     recorder: Any
     output: np.ndarray
+    released: bool = False  # the forward values were let go (``release``)
+
+    def release(self) -> None:
+        """Let the forward pass's values go (each operation's tensor: 40 MB apiece at 10^7
+        float32 elements) when nothing will look at them but a diagnosis that may never be
+        needed; ``forward_values`` runs the forward pass again for it. CPU only, where the
+        same operations on the same leaves give the same bits."""
+        if self.trace.out.device.type == "cpu" and self.recorder is None:
+            empty = Trace(self.trace.out, {})
+            self.trace = self.first = empty
+            self.released = True
+
+    def forward_values(self, session: Session) -> Trace:
+        """The last forward pass's values (run again, without a graph, if released)."""
+        if not self.released:
+            return self.trace
+        with torch.no_grad():
+            return session.forward()
 
 
 def run_passes(
