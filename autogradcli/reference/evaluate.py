@@ -120,7 +120,10 @@ class Float64:
         return np.isfinite(np.asarray(values, dtype=np.float64))
 
     def power(self, base: Any, exponent: Any) -> Any:
-        return np.power(np.asarray(base, dtype=np.float64), exponent)
+        base = np.asarray(base, dtype=np.float64)
+        if np.ndim(exponent) == 0 and exponent == 2:
+            return np.square(base)  # one correctly rounded product; pow() is 10x slower
+        return np.power(base, exponent)
 
     def call(self, name: str, values: Any) -> Any:
         return FUNCTIONS[name][0](values)
