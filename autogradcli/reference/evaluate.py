@@ -304,35 +304,46 @@ def _uses(expr: sp.Expr, env: dict[sp.Symbol, Any]) -> dict[sp.Expr, int]:
 
 
 def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
-    cache: dict[sp.Expr, Any] = {}
-    # A value is dropped from the cache once every node that takes it as an argument has
-    # been computed: an intermediate array of a large tensor (80 MB at 10^7 float64
-    # elements) lives no longer than it is needed. The cache only saves recomputation, so
-    # a count that misses a path (a merged power, a condition) costs time, never a number.
-    uses = _uses(expr, env)
+    return _Walk(expr, env, arith).value(expr)
 
-    def value(node: sp.Expr) -> Any:
-        if node in env:
-            return env[node]
-        if node not in cache:
-            cache[node] = _value(node)
+
+class _Walk:
+    """One evaluation of a SymPy tree over ``env`` in ``arith``, each shared subexpression
+    computed once.
+
+    A value is dropped from the cache once every node that takes it as an argument has
+    been computed: an intermediate array of a large tensor (80 MB at 10^7 float64
+    elements) lives no longer than it is needed. The cache only saves recomputation, so a
+    count that misses a path (a merged power, a condition) costs time, never a number."""
+
+    def __init__(self, expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> None:
+        self.env, self.arith = env, arith
+        self.cache: dict[sp.Expr, Any] = {}
+        self.uses = _uses(expr, env)
+
+    def value(self, node: sp.Expr) -> Any:
+        if node in self.env:
+            return self.env[node]
+        if node not in self.cache:
+            self.cache[node] = self._value(node)
             for arg in node.args:
-                left = uses.get(arg, 0) - 1
-                uses[arg] = left
+                left = self.uses.get(arg, 0) - 1
+                self.uses[arg] = left
                 if left <= 0:
-                    cache.pop(arg, None)
-        return cache[node]
+                    self.cache.pop(arg, None)
+        return self.cache[node]
 
-    def product(factors: Iterable[Any]) -> Any:
-        return reduce(np.multiply, factors, arith.number(sp.Integer(1)))
+    def product(self, factors: Iterable[Any]) -> Any:
+        return reduce(np.multiply, factors, self.arith.number(sp.Integer(1)))
 
-    def _value(node: sp.Expr) -> Any:
+    def _value(self, node: sp.Expr) -> Any:
+        arith, value = self.arith, self.value
         if node.is_Number or isinstance(node, sp.NumberSymbol):
             return arith.number(node)
         if node.is_Add:
             return reduce(np.add, (value(a) for a in node.args))
         if node.is_Mul:
-            return _mul(node)
+            return self._mul(node)
         if node.is_Pow and isinstance(node.base, sp.sign) and node.exp == -1:
             # SymPy writes Abs(u) as u/sign(u) inside derivatives; 1/sign(u) = sign(u) for
             # u != 0, and taking it so keeps u/sign(u) = |u| = 0 at u = 0 instead of 0/0
@@ -344,34 +355,35 @@ def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
         if isinstance(node, sp.log):  # log(x, base) stays log(x)/log(base) in SymPy
             return arith.call("log", value(node.args[0]))
         if isinstance(node, sp.Piecewise):
-            return _piecewise(node, value, arith)
+            return self._piecewise(node)
         if type(node) in RELATIONS or isinstance(node, (sp.And, sp.Or, sp.Not)):
-            return truth(node)
+            return self.truth(node)
         if isinstance(node, SPECIAL):
             return _special(node, [value(a) for a in node.args], arith)
         if node.has(sp.I) or node.is_real is False:
             raise ComputationError("no_real_value", term=str(node))
         raise NoClosedForm("no_closed_form", term=str(node))
 
-    def truth(node: sp.Expr) -> Any:
+    def truth(self, node: sp.Expr) -> Any:
         """A condition's truth, elementwise (a comparison with NaN is false, as in IEEE)."""
         if node is sp.true or node is sp.false:
             return np.asarray(bool(node))
         if isinstance(node, sp.Not):
-            return ~truth(node.args[0])
+            return ~self.truth(node.args[0])
         if isinstance(node, (sp.And, sp.Or)):
             combine = np.logical_and if isinstance(node, sp.And) else np.logical_or
-            return reduce(combine, (truth(a) for a in node.args))
-        left, right = value(node.lhs), value(node.rhs)
+            return reduce(combine, (self.truth(a) for a in node.args))
+        left, right = self.value(node.lhs), self.value(node.rhs)
         return np.asarray(RELATIONS[type(node)](left, right), dtype=bool)
 
-    def _piecewise(node: sp.Piecewise, value: Any, arith: Arith) -> Any:
-        result = arith.number(sp.nan)
+    def _piecewise(self, node: sp.Piecewise) -> Any:
+        result = self.arith.number(sp.nan)
         for expr, condition in reversed(node.args):  # the first branch that holds wins
-            result = np.where(truth(condition), value(expr), result)
+            result = np.where(self.truth(condition), self.value(expr), result)
         return result
 
-    def _mul(node: sp.Expr) -> Any:
+    def _mul(self, node: sp.Expr) -> Any:
+        value, zero = self.value, self.arith.number(sp.Integer(0))
         bases = [a.base if a.is_Pow else a for a in node.args]
         if len(set(bases)) < len(bases):  # x**y*y/x is 0/0 at x = 0; y*x**(y-1) is not
             merged = sp.powsimp(node, combine="exp")
@@ -384,17 +396,14 @@ def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
             np.False_,
         )
         if np.any(off):  # Heaviside(a) = 0 on a < 0: this term is 0 there, even times inf
-            whole = product(value(a) for a in node.args)
-            return np.where(off, arith.number(sp.Integer(0)), whole)
+            return np.where(off, zero, self.product(value(a) for a in node.args))
         deltas = [a for a in node.args if isinstance(a, sp.DiracDelta)]
-        rest = product(value(a) for a in node.args if a not in deltas)
+        rest = self.product(value(a) for a in node.args if a not in deltas)
         for delta in deltas:  # x**2*DiracDelta(x) is 0: the factor vanishes where it fires
             at = np.asarray(value(delta.args[0]) == 0, dtype=bool)
             vanishes = at & np.asarray(rest == 0, dtype=bool)
-            rest = np.where(vanishes, arith.number(sp.Integer(0)), rest * value(delta))
+            rest = np.where(vanishes, zero, rest * value(delta))
         return rest
-
-    return value(expr)
 
 
 SPECIAL = (sp.Heaviside, sp.DiracDelta, sp.atan2, sp.re, sp.im, sp.arg, sp.Max, sp.Min)
