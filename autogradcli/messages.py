@@ -508,6 +508,9 @@ NOTES: dict[str, str] = {
     "unchecked": "not checked: SymPy's exact {what} is past its limits and a numeric one "
     "would need {evaluations} forward evaluations (the limit is {limit}); autograd's numbers "
     "are shown beside torch.autograd.functional's, and only that cross-check ran",
+    "order_unchecked": "{name}: not checked: central differences of order {order} are too "
+    "coarse to judge autograd's value (they stand in for SymPy above order 2 only when they "
+    "agree); raise [[sympy_seconds]] for SymPy's exact check",
     "program_dtype": "the program's values are {dtype} (dtype=), so everything runs in {dtype}",
     "constant_shadowed": "'{name}' here is a variable (given a value or assigned), not the "
     "constant {name}",

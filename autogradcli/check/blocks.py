@@ -36,8 +36,8 @@ def make_block(
 ) -> Block:
     """One block compared with its reference (the verdict is settled by ``settle_blocks``)."""
     rtol, atol = settings.tolerance
-    if not exact:
-        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
+    if not exact:  # central differences: their tolerance, widened by their rounding
+        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol) + numeric_widen
     check = compare(autograd, expected, rtol, atol, kinks, relative=relative)
     cross_agree = None
     if cross is not None:
@@ -70,20 +70,26 @@ def make_block(
 
 
 def unchecked_block(
-    key: str, autograd: np.ndarray, cross: tuple[np.ndarray, str], settings: Settings
+    key: str,
+    autograd: np.ndarray,
+    cross: tuple[np.ndarray, str] | None,
+    settings: Settings,
+    numeric: np.ndarray | None = None,
 ) -> Block:
-    """A block no reference could check: autograd's numbers beside torch's cross-check."""
-    expected = np.full(autograd.shape, np.nan)
-    check = Comparison(agree=True, max_abs_error=math.nan)
+    """A block no reference could check: autograd's numbers beside torch's cross-check, or
+    beside a numeric estimate too coarse to judge them."""
     return Block(
         key=key,
         autograd=autograd,
-        cross=cross[0],
-        cross_name=cross[1],
-        expected=expected,
+        cross=None if cross is None else cross[0],
+        cross_name="" if cross is None else cross[1],
+        expected=np.full(autograd.shape, np.nan),
         max_abs_error=math.nan,
-        check=check,
-        cross_agree=compare(autograd, cross[0], *settings.tolerance).agree,
+        check=Comparison(agree=True, max_abs_error=math.nan),
+        cross_agree=None
+        if cross is None
+        else compare(autograd, cross[0], *settings.tolerance).agree,
+        numeric=numeric,
         reference_verdict=UNCHECKED,
     )
 

@@ -1,8 +1,19 @@
-"""A time limit for SymPy's exact check."""
+"""A time limit for SymPy's exact check that holds in any thread and touches no signal.
+
+A watchdog timer raises an exception in the thread that set the limit
+(``PyThreadState_SetAsyncExc``), so the limit works alike in a CLI's main thread, the
+shell's worker thread, a notebook kernel's thread and each process of ``check --jobs``,
+and the host program's signal handlers are never replaced. Why not a worker process:
+SymPy's models and derivatives would have to cross a process boundary for every question,
+and the start-up of a second interpreter with SymPy costs more than a whole question.
+The one limit of this way: the exception lands between two bytecodes, so a single call
+into C (one product of huge integers) finishes before it is raised.
+"""
 
 from __future__ import annotations
 
-import signal
+import ctypes
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,21 +25,55 @@ class SympyTimeout(ComputationError):
     """SymPy's exact check took longer than allowed."""
 
 
+class Expired(BaseException):
+    """Raised into the limited thread and turned into ``SympyTimeout`` at the limit's edge;
+    a BaseException, so that no ``except Exception`` inside SymPy swallows it."""
+
+
+def _raise_in(thread: int, exception: type[BaseException] | None) -> None:
+    """Schedule ``exception`` in ``thread`` (None: cancel one that is still pending)."""
+    what = None if exception is None else ctypes.py_object(exception)  # None: NULL
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), what)
+
+
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``SympyTimeout`` after ``seconds`` (main thread on POSIX; elsewhere no limit)."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable or seconds <= 0:
+    """Raise ``SympyTimeout`` in this thread after ``seconds`` (0 or inf: no limit)."""
+    if seconds <= 0 or math.isinf(seconds):
         yield
         return
+    thread, finished, fired = threading.get_ident(), threading.Event(), threading.Event()
 
-    def expire(signum: int, frame: object) -> None:
-        raise SympyTimeout("sympy_timeout", seconds=seconds)
+    def expire() -> None:
+        if not finished.is_set():
+            fired.set()
+            _raise_in(thread, Expired)
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    expired = False
     try:
         yield
+    except Expired:
+        expired = True
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        expired = _stop(timer, finished, fired, thread) or expired
+    if expired:
+        raise SympyTimeout("sympy_timeout", seconds=seconds)
+
+
+def _stop(
+    timer: threading.Timer, finished: threading.Event, fired: threading.Event, thread: int
+) -> bool:
+    """Stop the watchdog and cancel its exception if it is still pending; True when the
+    exception arrived while stopping."""
+    try:
+        finished.set()
+        timer.cancel()
+        timer.join()  # expire() has run to its end, or never will
+        if fired.is_set():
+            _raise_in(thread, None)
+    except Expired:
+        return True
+    return False

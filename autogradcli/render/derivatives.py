@@ -51,8 +51,8 @@ def render_derivatives(result: DerivativeResult, style: Style = CLI) -> Renderab
                 b.key
             )
     for line, keys in causes.items():
-        style = STYLES[line[0]].split()[-1]
-        parts.append(Text(f"{line[0]} {', '.join(keys)}: {line[2:]}", style=style))
+        colour = STYLES[line[0]].split()[-1]
+        parts.append(Text(f"{line[0]} {', '.join(keys)}: {line[2:]}", style=colour))
     parts += [Text(f"note: {note_text(n, style)}", style="yellow") for n in result.notes]
     who = "the numeric check" if result.expected_by == "numeric" else "SymPy"
     if any(b.numeric_agree is not None for b in result.blocks):
@@ -71,11 +71,13 @@ def render_derivatives(result: DerivativeResult, style: Style = CLI) -> Renderab
             )
         )
     elif verdict == UNCHECKED:
-        cross = "agrees" if all(b.cross_agree is not False for b in result.blocks) else "disagrees"
+        crossed = [b.cross_agree for b in result.blocks if b.cross_agree is not None]
+        cross = "agrees" if all(crossed) else "disagrees"
+        also = f" (torch.autograd.functional {cross})" if crossed else ""
         parts.append(
             Text(
-                f"{mark_} not checked: autograd's {result.kind} is shown without a reference "
-                f"(torch.autograd.functional {cross}); exit code 1",
+                f"{mark_} not checked: autograd's {result.kind} is shown without a reference"
+                f"{also}; exit code 1",
                 style=STYLES[mark_],
             )
         )

@@ -1,0 +1,124 @@
+"""SymPy's time limit holds in any thread, for every command, and leaves signals alone."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any
+
+import pytest
+import sympy as sp
+
+import autogradcli as ag
+from autogradcli.cli.shell import run_lines
+from autogradcli.reference.timeout import SympyTimeout, time_limit
+from tests.conftest import cli
+
+# SymPy's 8th derivative of this takes about 30 s; central differences of order 8 are far off
+SLOW = "log(1+x**x)*atan(x**sin(x))"
+LIMIT = 0.5
+MARGIN = 20.0  # start-up of the run, autograd's passes and the numeric stand-in
+
+
+def _in_thread(work):
+    """``work()`` run in a new thread: its result and its seconds."""
+    found = {}
+
+    def run() -> None:
+        start = time.perf_counter()
+        found["result"] = work()
+        found["seconds"] = time.perf_counter() - start
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return found["result"], found["seconds"]
+
+
+def test_the_limit_stops_python_work_in_a_thread():
+    def spin() -> str:
+        try:
+            with time_limit(0.2):
+                while True:
+                    pass
+        except SympyTimeout as exc:
+            return exc.code
+        return "not stopped"
+
+    assert _in_thread(spin)[0] == "sympy_timeout"
+
+
+def test_a_block_that_ends_in_time_leaves_nothing_behind():
+    for _ in range(200):
+        with time_limit(0.001):
+            sum(range(2000))
+    time.sleep(0.05)  # a watchdog that fired as a block ended would raise here
+
+
+def test_the_limit_never_touches_the_hosts_signal_handlers():
+    calls = []
+
+    def host(signum, frame):
+        calls.append(signum)
+
+    previous = signal.signal(signal.SIGALRM, host)
+    try:
+        settings = ag.Settings(limits=ag.Limits(sympy_seconds=LIMIT))
+        result = ag.derivative(SLOW, {"x": 0.7}, order=8, settings=settings)
+        assert signal.getsignal(signal.SIGALRM) is host
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert calls == [] and result.verdict == "unchecked"
+
+
+def test_order_k_past_the_limit_in_a_thread_is_unchecked_not_wrong():
+    settings = ag.Settings(limits=ag.Limits(sympy_seconds=LIMIT))
+    result, seconds = _in_thread(
+        lambda: ag.derivative(SLOW, {"x": 0.7}, order=8, settings=settings)
+    )
+    assert seconds < LIMIT + MARGIN
+    assert result.verdict == "unchecked" and result.expected_by == "none"
+    assert [n.code for n in result.notes][:1] == ["timeout_fallback"]
+    assert "order_unchecked" in [n.code for n in result.notes]
+    assert result.derivatives == {}
+    assert result.blocks[0].autograd == pytest.approx(8167.25, rel=1e-5)  # shown, not judged
+
+
+def _exact(order: int, inner: Any = sp.sin) -> float:
+    """SymPy's derivative of SLOW (``inner`` for sin) at 0.7, without any limit."""
+    x = sp.Symbol("x")
+    return float(sp.diff(sp.log(1 + x**x) * sp.atan(x ** inner(x)), x, order).subs(x, 0.7))
+
+
+def test_a_low_order_past_the_limit_is_checked_by_central_differences():
+    settings = ag.Settings(limits=ag.Limits(sympy_seconds=1e-3))
+    result, _ = _in_thread(lambda: ag.derivative(SLOW, {"x": 0.7}, order=2, settings=settings))
+    assert result.verdict == "agree" and result.expected_by == "numeric"
+    assert result.blocks[0].expected == pytest.approx(_exact(2), rel=1e-5)
+    assert result.notes[0].code == "timeout_fallback"
+
+
+def test_grad_past_the_limit_in_a_thread_is_checked_numerically():
+    settings = ag.Settings(limits=ag.Limits(sympy_seconds=1e-3))
+    slow = "log(1+x**x)*atan(x**cos(x))"  # not in SymPy's cache from the tests before
+    result, _ = _in_thread(lambda: ag.grad(slow, {"x": 0.7}, settings=settings))
+    assert result.verdict == "agree" and result.expected_by == "numeric"
+    assert result.variables["x"].expected == pytest.approx(_exact(1, sp.cos), rel=1e-6)
+
+
+def test_the_limit_holds_inside_the_shell(capsys):
+    line = f'grad "{SLOW}" --x 0.7 --order 8 --sympy-timeout {LIMIT}'
+    assert run_lines([line, 'grad "x**2" --x 3']) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"SymPy took more than {LIMIT:g} s (--sympy-timeout); checked numerically instead" in out
+    assert out.endswith("✓ autograd and SymPy agree")  # the next line has SymPy again
+
+
+def test_order_k_past_the_limit_on_the_command_line():
+    run = cli("grad", SLOW, "--x", "0.7", "--order", "8", "--sympy-timeout", str(LIMIT))
+    assert run.exit_code == 1
+    assert "note: x: not checked: central differences of order 8 are too coarse" in run.stdout
+    assert "? not checked: autograd's order 8 is shown without a reference; exit code 1" in (
+        " ".join(run.stdout.split())
+    )
