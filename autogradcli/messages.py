@@ -508,6 +508,8 @@ NOTES: dict[str, str] = {
     "unchecked": "not checked: SymPy's exact {what} is past its limits and a numeric one "
     "would need {evaluations} forward evaluations (the limit is {limit}); autograd's numbers "
     "are shown beside torch.autograd.functional's, and only that cross-check ran",
+    "text_timeout": "SymPy took more than {seconds:g} s writing {what} ([[sympy_seconds]]); "
+    "it is left out",
     "order_unchecked": "{name}: not checked: central differences of order {order} are too "
     "coarse to judge autograd's value (they stand in for SymPy above order 2 only when they "
     "agree); raise [[sympy_seconds]] for SymPy's exact check",

@@ -73,7 +73,7 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
         numbers = numeric.evaluate(session.seen, weights, bound.differentiate)
     steps = steps_of(bound, plan.repeat)
     judge = Judge(session, autograd, reference, expected, numbers, plan, steps)
-    variables = _variables(bound, session, judge, reference)
+    variables = _variables(bound, session, judge, reference, notes)
     if plan.same_graph and not plan.retain_graph and plan.repeat > 1:
         notes.append(Note("graph_not_freed", {"repeat": plan.repeat}))
     explanation = tensors = None
@@ -81,7 +81,13 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
         from autogradcli.check.explain import explain
 
         recorder, first = autograd.recorder, autograd.snapshots[0]
-        explanation = explain(session, autograd.first, recorder, reference.model, expected, first)
+        model = reference.model
+        explanation = _written(
+            bound,
+            notes,
+            "the explanation",
+            lambda: explain(session, autograd.first, recorder, model, expected, first),
+        )
     if request.inspect or retained:
         from autogradcli.check.inspect import inspect_tensors
 
@@ -116,7 +122,7 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
 
 
 def _variables(
-    bound: Bound, session: Session, judge: Judge, reference: Reference
+    bound: Bound, session: Session, judge: Judge, reference: Reference, notes: list[Note]
 ) -> dict[str, VariableResult]:
     """Each input: a differentiated one judged, a constant one as it is."""
     model = reference.model
@@ -125,16 +131,33 @@ def _variables(
     variables = {}
     for name in bound.program.variables:
         if name in bound.differentiate:
-            text = model.derivative_text(name, ones)
-            found = judge.variable(name, text, model.chain(name))
-            variables[name] = replace(
-                found,
-                latex=model.derivative_latex(name, ones),
-                chain_latex=model.chain(name, latex=True),
-            )
+
+            def texts(name: str = name) -> tuple[Any, ...]:
+                return (
+                    model.derivative_text(name, ones),
+                    model.chain(name),
+                    model.derivative_latex(name, ones),
+                    model.chain(name, latex=True),
+                )
+
+            written = _written(bound, notes, f"the derivative of {name}", texts)
+            text, chain, latex, chain_latex = written or (None,) * 4
+            found = judge.variable(name, text, chain)
+            variables[name] = replace(found, latex=latex, chain_latex=chain_latex)
         else:
             variables[name] = VariableResult(name, session.seen[name], requires_grad=False)
     return variables
+
+
+def _written(bound: Bound, notes: list[Note], what: str, work: Callable[[], Any]) -> Any:
+    """SymPy's text of something within the time limit, else None with a note."""
+    from autogradcli.reference.timeout import SympyTimeout, within
+
+    try:
+        return within(bound.limits.sympy_seconds, work)
+    except SympyTimeout as exc:
+        notes.append(Note("text_timeout", {"what": what, **exc.data}))
+        return None
 
 
 def _derivative_result(

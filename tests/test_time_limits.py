@@ -122,3 +122,20 @@ def test_order_k_past_the_limit_on_the_command_line():
     assert "? not checked: autograd's order 8 is shown without a reference; exit code 1" in (
         " ".join(run.stdout.split())
     )
+
+
+def test_a_derivative_text_past_the_limit_is_left_out_with_a_note(monkeypatch):
+    from autogradcli.reference.elementwise import SymbolicModel
+
+    def endless(self, name, weights_are_ones=True):
+        while True:
+            pass
+
+    monkeypatch.setattr(SymbolicModel, "derivative_text", endless)
+    settings = ag.Settings(limits=ag.Limits(sympy_seconds=0.2))
+    result, seconds = _in_thread(lambda: ag.grad("x**3", {"x": 2.0}, settings=settings))
+    assert result.verdict == "agree" and result.variables["x"].derivative is None
+    assert result.notes[-1].code == "text_timeout"
+    assert ag.messages.note_text(result.notes[-1]) == (
+        "SymPy took more than 0.2 s writing the derivative of x (sympy_seconds); it is left out"
+    )

@@ -58,15 +58,11 @@ def exact_or_none(limits: Limits, notes: list[Note], work: Callable[[], T]) -> T
     note saying why the numeric check stands in: too large, too slow, or no number."""
     from autogradcli.reference.components import TooLarge
     from autogradcli.reference.evaluate import NoClosedForm
-    from autogradcli.reference.timeout import Expired, SympyTimeout, time_limit
+    from autogradcli.reference.timeout import SympyTimeout, within
 
     why = {TooLarge: "numeric_fallback", SympyTimeout: "timeout_fallback"}
     try:
-        try:
-            with time_limit(limits.sympy_seconds):
-                return work()
-        except Expired:  # the watchdog's exception landed at the limit's very edge
-            raise SympyTimeout("sympy_timeout", seconds=limits.sympy_seconds) from None
+        return within(limits.sympy_seconds, work)
     except (TooLarge, SympyTimeout, NoClosedForm) as exc:
         code = why.get(type(exc), "no_number_fallback")
         notes.append(Note(code, {"reason_code": exc.code, "reason_data": exc.data}))

@@ -15,10 +15,13 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from autogradcli.errors import ComputationError
+
+T = TypeVar("T")
 
 
 class SympyTimeout(ComputationError):
@@ -77,3 +80,12 @@ def _stop(
     except Expired:
         return True
     return False
+
+
+def within(seconds: float, work: Callable[[], T]) -> T:
+    """``work()``, or ``SympyTimeout`` after ``seconds``."""
+    try:
+        with time_limit(seconds):
+            return work()
+    except Expired:  # the watchdog's exception landed at the limit's very edge
+        raise SympyTimeout("sympy_timeout", seconds=seconds) from None
