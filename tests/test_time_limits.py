@@ -133,7 +133,7 @@ def test_a_derivative_text_past_the_limit_is_left_out_with_a_note(monkeypatch):
 
     monkeypatch.setattr(SymbolicModel, "derivative_text", endless)
     settings = ag.Settings(limits=ag.Limits(sympy_seconds=0.2))
-    result, seconds = _in_thread(lambda: ag.grad("x**3", {"x": 2.0}, settings=settings))
+    result, _ = _in_thread(lambda: ag.grad("x**3", {"x": 2.0}, settings=settings))
     assert result.verdict == "agree" and result.variables["x"].derivative is None
     assert result.notes[-1].code == "text_timeout"
     assert ag.messages.note_text(result.notes[-1]) == (
