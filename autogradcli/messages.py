@@ -477,6 +477,25 @@ def torch_text(data: Mapping[str, Any], style: Style = PYTHON) -> str:
 GRAD_NONE = {
     "untracked": "autograd does not track a tensor with requires_grad=False",
     "leaf_only": "PyTorch keeps .grad only for leaf tensors",
+    "made_no_grad": "it was computed under torch.no_grad(), so autograd recorded nothing: "
+    "requires_grad=False, grad_fn None, is_leaf True; to autograd it is a constant, so no "
+    "gradient flows into it, nor through it back to the tensors it was computed from",
+    "made_inference_mode": "it was computed under torch.inference_mode(): an inference "
+    "tensor (requires_grad=False, grad_fn None, is_leaf True), a constant to autograd, so no "
+    "gradient flows into it or through it; PyTorch also refuses to save it for backward "
+    "(use torch.no_grad() instead, or .clone() it outside the block)",
+    "requires_grad_off": "its requires_grad was turned off (requires_grad_(False), or "
+    "requires_grad = False) before it was used, so autograd does not track it and "
+    "backward() gives it no .grad",
+    "detached": "it is a detach() (or .data): a copy outside the graph (requires_grad=False, "
+    "grad_fn None, is_leaf True), so no gradient flows into it, nor through it back to the "
+    "tensor it was detached from",
+}
+# the operation a step was made by (a Call's func) -> why its .grad is None
+GRAD_NONE_MADE_BY = {
+    "no_grad": "made_no_grad",
+    "inference_mode": "made_inference_mode",
+    "detach": "detached",
 }
 
 
