@@ -229,8 +229,8 @@ ERRORS: dict[str, str] = {
     "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
     "print_format": "'{text}': print names and expressions, without formatting, e.g. print(x.grad)",
     "manual_seed": "'{text}': torch.manual_seed takes one whole number, e.g. torch.manual_seed(0)",
-    "with_not_allowed": "'{text}' is not allowed; the block a cell may use is 'with "
-    "torch.no_grad():' around assignments",
+    "with_not_allowed": "'{text}' is not allowed; the blocks a cell may use are 'with "
+    "torch.no_grad():' and 'with torch.inference_mode():' around assignments",
     "nothing_computed": "the program computes nothing to differentiate; end it with an "
     "expression or a step, e.g. out = (x**2).sum()",
     "flag_value": "'{text}': give True or False as written",

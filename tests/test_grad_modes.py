@@ -112,11 +112,17 @@ def test_inference_tensor_saved_for_backward_is_pytorchs_own_error():
     assert message.startswith("Inference tensors cannot be saved for backward")
     run = cli("grad", code + "\ny.backward()", "--json")
     assert run.exit_code == 2
-    error = run.json()["error"]
-    assert message in error["message"]
+    document = run.json()
+    assert document["events"] == [] and document["agree"] is False
+    assert document["stopped"]["code"] == "pytorch_forward"
+    assert message in document["stopped"]["message"]
     rich = cli("grad", code + "\ny.backward()")
     assert rich.exit_code == 2
+    assert "the cell stopped here, as Python would:" in rich.stdout
     assert message[:60] in " ".join(rich.stderr.split())
+    # the program without backward() (no cell): the same message, as an error
+    plain = cli("grad", code, "--json")
+    assert plain.exit_code == 2 and message in plain.json()["error"]["message"]
 
 
 def test_inference_tensor_added_is_fine_in_pytorch_and_checked():
@@ -163,3 +169,18 @@ def test_other_with_blocks_are_still_refused():
         "x = torch.tensor(1., requires_grad=True)\nwith torch.inference_mode(False):\n    y = x",
     )
     assert run.exit_code == 2
+
+
+def test_the_fix_a_clone_outside_the_block_runs_and_agrees_with_pytorch_and_sympy():
+    code = (
+        "x = torch.tensor([1., 2.], requires_grad=True)\n"
+        "with torch.inference_mode():\n"
+        "    z = x * 2\n"
+        "z = z.clone()\n"
+        "y = (x**2 * z).sum()"
+    )
+    held = run_in_pytorch(code)
+    result = api(code)
+    x = result.variables["x"]
+    assert x.grad.tolist() == held["x"].grad.tolist() == [4.0, 16.0]
+    assert x.expected.tolist() == [4.0, 16.0] and x.agree is True
