@@ -114,7 +114,15 @@ def test_inference_tensor_saved_for_backward_is_pytorchs_own_error():
     assert run.exit_code == 2
     document = run.json()
     assert document["events"] == [] and document["agree"] is False
-    assert document["stopped"]["code"] == "pytorch_forward"
+    assert document["stopped"]["code"] == "pytorch"
+    assert (
+        "Why: a tensor made under torch.inference_mode() is an inference tensor"
+        in (document["stopped"]["message"])
+    )
+    assert document["stopped"]["message"].endswith(
+        "Fix: write 'with torch.no_grad():' for that block, or clone what it made after it "
+        "(z = z.clone())."
+    )
     assert message in document["stopped"]["message"]
     rich = cli("grad", code + "\ny.backward()")
     assert rich.exit_code == 2

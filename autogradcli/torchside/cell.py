@@ -52,6 +52,8 @@ def run_cell(bound: Bound) -> CellRun:
     try:
         trace = build.forward(bound.program, leaves, dtype, session.device)
     except ComputationError as error:  # PyTorch refused a step (an inference tensor saved)
+        if isinstance(error, TorchError):  # its fix written as lines of a cell
+            error = TorchError(error.torch_message, in_cell=True)
         return CellRun([], str(session.device), session.seen, error)
 
     def value(node: Node, extra: dict[str, Any] | None = None) -> Any:
