@@ -225,6 +225,10 @@ ERRORS: dict[str, str] = {
     "in_place_leaf": "'{text}' changes the leaf {name} in place, and PyTorch refuses that for "
     "a leaf that requires grad (a leaf Variable that requires grad is being used in an "
     "in-place operation); write {name}2 = {name} + ... with a new name",
+    "in_place_leaf_no_grad": "'{text}' changes the leaf {name} in place under a "
+    "no_grad/inference_mode block, which PyTorch allows (an optimizer's step), but a program "
+    "here does not change a leaf in place yet; write the update as a new tensor with a new "
+    "name, e.g. {name}2 = {name} - ...",
     "in_place": "'{text}' changes a tensor in place; the in-place operation a cell may use "
     "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
     "print_format": "'{text}': print names and expressions, without formatting, e.g. print(x.grad)",

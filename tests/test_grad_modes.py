@@ -192,3 +192,22 @@ def test_the_fix_a_clone_outside_the_block_runs_and_agrees_with_pytorch_and_symp
     x = result.variables["x"]
     assert x.grad.tolist() == held["x"].grad.tolist() == [4.0, 16.0]
     assert x.expected.tolist() == [4.0, 16.0] and x.agree is True
+
+
+def test_an_in_place_leaf_update_under_no_grad_is_not_said_to_be_refused_by_pytorch():
+    code = (
+        "x = torch.tensor([1., 2.], requires_grad=True)\n"
+        "y = (x**2).sum()\n"
+        "y.backward()\n"
+        "with torch.no_grad():\n"
+        "    x -= 0.1 * x.grad"
+    )
+    names: dict[str, Any] = {"torch": torch}
+    exec(code, names)  # PyTorch allows it: an optimizer's step
+    assert names["x"].is_leaf and names["x"].requires_grad
+    run = cli("grad", code, "--json")
+    assert run.exit_code == 2
+    message = run.json()["error"]["message"]
+    assert "which PyTorch allows" in message and "PyTorch refuses" not in message
+    refused = cli("grad", code.split("\nwith")[0] + "\nx -= 1", "--json").json()
+    assert "PyTorch refuses" in refused["error"]["message"]

@@ -238,7 +238,8 @@ class _Builder:
         if (leaf is not None and leaf.requires_grad) or (
             written not in self.current and written not in CONSTANTS
         ):
-            raise ExpressionError("in_place_leaf", text=_text(stmt), name=written)
+            code = "in_place_leaf_no_grad" if no_grad and leaf is not None else "in_place_leaf"
+            raise ExpressionError(code, text=_text(stmt), name=written)
         old = self.expression(ast.Name(written))
         node = Binary(AUGMENTED[type(stmt.op)], old, self.expression(stmt.value))
         self.add_step(written, Call(no_grad, (node,)) if no_grad else node)
