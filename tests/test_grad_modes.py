@@ -211,3 +211,21 @@ def test_an_in_place_leaf_update_under_no_grad_is_not_said_to_be_refused_by_pyto
     assert "which PyTorch allows" in message and "PyTorch refuses" not in message
     refused = cli("grad", code.split("\nwith")[0] + "\nx -= 1", "--json").json()
     assert "PyTorch refuses" in refused["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no_grad(x) * x",
+        "inference_mode(x) * x",
+        "x.inference_mode()",
+        "torch.inference_mode(x)",
+        "x = torch.tensor(1., requires_grad=True)\nwith torch.inference_mode():\n    import os",
+        "x = torch.tensor(1., requires_grad=True)\nwith torch.inference_mode() as m:\n    y = x",
+        "x = torch.tensor(1., requires_grad=True)\nwith torch.no_grad(), torch.inference_mode():\n"
+        "    y = x",
+    ],
+)
+def test_the_blocks_operations_cannot_be_written_and_nothing_else_rides_in(text):
+    run = cli("grad", text, "--x", "1") if "tensor" not in text else cli("grad", text)
+    assert run.exit_code == 2 and run.stderr.startswith("Error:")
