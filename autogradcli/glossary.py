@@ -75,6 +75,18 @@ GLOSSARY: tuple[Entry, ...] = (
         "passes its gradient on during backward() and keeps none",
         fix="call retain_grad() on it before backward() ([[retain_grad=NAME]])",
     ),
+    Entry(
+        key="inference_saved",
+        prefix="Inference tensors cannot be saved for backward",
+        title="an inference tensor saved for backward",
+        why="a tensor made under torch.inference_mode() is an inference tensor: autograd "
+        "may not keep it, yet an operation that needs it for its derivative (a product "
+        "such as x**2 * z) uses it",
+        fix="compute it under torch.no_grad() instead of torch.inference_mode(), or use a "
+        ".clone() of it made outside the block",
+        in_cell="write 'with torch.no_grad():' for that block, or clone what it made after "
+        "it (z = z.clone())",
+    ),
 )
 BY_KEY = {e.key: e for e in GLOSSARY}
 

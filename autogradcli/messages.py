@@ -225,12 +225,16 @@ ERRORS: dict[str, str] = {
     "in_place_leaf": "'{text}' changes the leaf {name} in place, and PyTorch refuses that for "
     "a leaf that requires grad (a leaf Variable that requires grad is being used in an "
     "in-place operation); write {name}2 = {name} + ... with a new name",
+    "in_place_leaf_no_grad": "'{text}' changes the leaf {name} in place under a "
+    "no_grad/inference_mode block, which PyTorch allows (an optimizer's step), but a program "
+    "here does not change a leaf in place yet; write the update as a new tensor with a new "
+    "name, e.g. {name}2 = {name} - ...",
     "in_place": "'{text}' changes a tensor in place; the in-place operation a cell may use "
     "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
     "print_format": "'{text}': print names and expressions, without formatting, e.g. print(x.grad)",
     "manual_seed": "'{text}': torch.manual_seed takes one whole number, e.g. torch.manual_seed(0)",
-    "with_not_allowed": "'{text}' is not allowed; the block a cell may use is 'with "
-    "torch.no_grad():' around assignments",
+    "with_not_allowed": "'{text}' is not allowed; the blocks a cell may use are 'with "
+    "torch.no_grad():' and 'with torch.inference_mode():' around assignments",
     "nothing_computed": "the program computes nothing to differentiate; end it with an "
     "expression or a step, e.g. out = (x**2).sum()",
     "flag_value": "'{text}': give True or False as written",
@@ -477,6 +481,25 @@ def torch_text(data: Mapping[str, Any], style: Style = PYTHON) -> str:
 GRAD_NONE = {
     "untracked": "autograd does not track a tensor with requires_grad=False",
     "leaf_only": "PyTorch keeps .grad only for leaf tensors",
+    "made_no_grad": "it was computed under torch.no_grad(), so autograd recorded nothing: "
+    "requires_grad=False, grad_fn None, is_leaf True; to autograd it is a constant, so no "
+    "gradient flows into it, nor through it back to the tensors it was computed from",
+    "made_inference_mode": "it was computed under torch.inference_mode(): an inference "
+    "tensor (requires_grad=False, grad_fn None, is_leaf True), a constant to autograd, so no "
+    "gradient flows into it or through it; PyTorch also refuses to save it for backward "
+    "(use torch.no_grad() instead, or .clone() it outside the block)",
+    "requires_grad_off": "its requires_grad was turned off (requires_grad_(False), or "
+    "requires_grad = False) before it was used, so autograd does not track it and "
+    "backward() gives it no .grad",
+    "detached": "it is a detach() (or .data): a copy outside the graph (requires_grad=False, "
+    "grad_fn None, is_leaf True), so no gradient flows into it, nor through it back to the "
+    "tensor it was detached from",
+}
+# the operation a step was made by (a Call's func) -> why its .grad is None
+GRAD_NONE_MADE_BY = {
+    "no_grad": "made_no_grad",
+    "inference_mode": "made_inference_mode",
+    "detach": "detached",
 }
 
 

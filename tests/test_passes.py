@@ -84,7 +84,21 @@ def expected_of(result: GradResult) -> list[dict[str, Any]]:
     return [{n: g.tolist() for n, g in p.expected.items()} for p in result.passes]
 
 
-TRIGGERS = [second_backward, non_scalar, nothing_requires_grad, wrong_weights, non_leaf_grad]
+def inference_saved() -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.inference_mode():
+        z = x * 2
+    (x**2 * z).sum()
+
+
+TRIGGERS = [
+    second_backward,
+    non_scalar,
+    nothing_requires_grad,
+    wrong_weights,
+    non_leaf_grad,
+    inference_saved,
+]
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from autogradcli.bind import named_tensors
-from autogradcli.lang.tree import Node, cut
+from autogradcli.lang.tree import Call, Leaf, Node, cut
+from autogradcli.messages import GRAD_NONE_MADE_BY
 from autogradcli.policy.compare import compare
 from autogradcli.reference import Model
 from autogradcli.results import TensorResult, VariableResult
@@ -39,6 +40,10 @@ def inspect_tensors(
             value_expected = model.value(node, session.seen)
             value_agree = compare(value, value_expected, *bound.settings.tolerance).agree
         grad, why = read_grad(tensor)
+        if why == "untracked" and isinstance(node, Call):  # no_grad, inference_mode, detach
+            why = GRAD_NONE_MADE_BY.get(node.func, why)
+        if why == "untracked" and _turned_off(bound.program.leaves, name):
+            why = "requires_grad_off"
         grad_expected = grad_agree = None
         leaf = leaf_names.get(id(tensor))
         if leaf is not None and leaf in variables and variables[leaf].requires_grad:
@@ -84,3 +89,9 @@ def _kept_grad(
         {**session.seen, target: value}, session.seen_weights, frozenset({target})
     )
     return expected.grads[target], expected.kinks[target]
+
+
+def _turned_off(leaves: tuple[Leaf, ...], name: str) -> bool:
+    """A leaf made with ``requires_grad=True`` whose flag a later line turned off."""
+    leaf = next((v for v in leaves if v.name == name), None)
+    return leaf is not None and not leaf.requires_grad and "requires_grad=True" in leaf.source

@@ -6,7 +6,8 @@ requires_grad=True)``; without ``requires_grad=True`` it is a constant), a backw
 (``Q.backward(gradient=v, retain_graph=True)``), ``x.grad.zero_()`` or ``x.grad = None``,
 ``print(...)`` or a bare line (shown at that point), ``import`` of the known modules
 (``torch``, ``torch.nn.functional as F``, ``numpy as np``, ``math``),
-``torch.manual_seed(n)``, and ``with torch.no_grad():`` around assignments. Anything
+``torch.manual_seed(n)``, and ``with torch.no_grad():`` or ``with
+torch.inference_mode():`` around assignments. Anything
 else is refused with what to write instead.
 """
 
@@ -48,6 +49,13 @@ IMPORTS: dict[tuple[str, str], str] = {
     ("numpy", "numpy"): "np",
     ("math", "math"): "math",
     ("torch.nn", "nn"): "nn",
+}
+# the blocks a cell may open, and the operation each wraps its assignments in: under
+# no_grad a result is a constant copy (as detach() makes); under inference_mode an inference tensor,
+# which PyTorch refuses to save for backward later (its own error).
+GRAD_MODES: dict[str, str] = {
+    "torch.no_grad": "no_grad",
+    "torch.inference_mode": "inference_mode",
 }
 _STATEMENTS: dict[type, str] = {
     ast.AnnAssign: "annotated assignments",
@@ -158,7 +166,7 @@ class _Builder:
 
     # --- lines -------------------------------------------------------------------------
 
-    def line(self, stmt: ast.stmt, last: bool, no_grad: bool = False) -> None:
+    def line(self, stmt: ast.stmt, last: bool, no_grad: str = "") -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             self.imports(stmt)
         elif isinstance(stmt, ast.Assign):
@@ -190,7 +198,7 @@ class _Builder:
                 raise ExpressionError("import_not_allowed", text=_text(stmt))
             self.namespaces[alias] = known
 
-    def assign(self, stmt: ast.Assign, no_grad: bool) -> None:
+    def assign(self, stmt: ast.Assign, no_grad: str) -> None:
         if len(stmt.targets) != 1:
             raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
         target = stmt.targets[0]
@@ -212,7 +220,7 @@ class _Builder:
             self.current[written] = name
             return None
         node = self.expression(stmt.value)
-        self.add_step(written, Call("detach", (node,)) if no_grad else node)
+        self.add_step(written, Call(no_grad, (node,)) if no_grad else node)
         return None
 
     def add_step(self, written: str, node: Node) -> None:
@@ -222,7 +230,7 @@ class _Builder:
         self.statements.append(step)
         self.current[written] = name
 
-    def augmented(self, stmt: ast.AugAssign, no_grad: bool) -> None:
+    def augmented(self, stmt: ast.AugAssign, no_grad: str) -> None:
         if not isinstance(stmt.target, ast.Name) or type(stmt.op) not in AUGMENTED:
             raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
         written = stmt.target.id
@@ -230,10 +238,11 @@ class _Builder:
         if (leaf is not None and leaf.requires_grad) or (
             written not in self.current and written not in CONSTANTS
         ):
-            raise ExpressionError("in_place_leaf", text=_text(stmt), name=written)
+            code = "in_place_leaf_no_grad" if no_grad and leaf is not None else "in_place_leaf"
+            raise ExpressionError(code, text=_text(stmt), name=written)
         old = self.expression(ast.Name(written))
         node = Binary(AUGMENTED[type(stmt.op)], old, self.expression(stmt.value))
-        self.add_step(written, Call("detach", (node,)) if no_grad else node)
+        self.add_step(written, Call(no_grad, (node,)) if no_grad else node)
 
     def set_attribute(self, target: ast.Attribute, stmt: ast.Assign) -> None:
         """``x.grad = None`` and ``x.requires_grad = True``."""
@@ -367,12 +376,13 @@ class _Builder:
             raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
         context = stmt.items[0].context_expr
         path = self.converter().path(context.func) if isinstance(context, ast.Call) else None
-        if path != "torch.no_grad" or context.args or context.keywords:  # type: ignore[union-attr]
+        block = GRAD_MODES.get(path or "")
+        if block is None or context.args or context.keywords:  # type: ignore[union-attr]
             raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
         for inner in stmt.body:
             if not isinstance(inner, (ast.Assign, ast.AugAssign, ast.Expr, ast.Pass)):
                 raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
-            self.line(inner, last=False, no_grad=True)
+            self.line(inner, last=False, no_grad=block)
 
     def constructor(self, node: ast.AST) -> bool:
         """Whether a right-hand side makes a new value (torch.tensor, torch.ones, ...)."""

@@ -826,6 +826,20 @@ _OPS: tuple[Op, ...] = (
         kind="detach",
         note="a copy outside the graph: the same values, no gradient through it",
     ),
+    Op(  # a line under 'with torch.no_grad():' (written only that way)
+        "no_grad",
+        torch=lambda torch, a: a.detach(),
+        spelled=(),
+        kind="detach",
+        note="made under torch.no_grad(): a constant outside the graph",
+    ),
+    Op(  # a line under 'with torch.inference_mode():' (written only that way)
+        "inference_mode",
+        torch=lambda torch, a: _inference_tensor(torch, a),
+        spelled=(),
+        kind="detach",
+        note="made under torch.inference_mode(): an inference tensor, outside the graph",
+    ),
     # operators, as PyTorch's functions and methods write them
     Op("add", build=_operator("+"), tensors=("input", "other"), spelled=("torch", "Tensor", "np")),
     Op(
@@ -1101,6 +1115,13 @@ OPS: dict[str, Op] = {op.name: op for op in _OPS}
 
 # The ways code may name a function: "torch.sin", "Tensor.sin", "F.relu", "np.sin", "sin".
 _PREFIXES = ("torch", "Tensor", "F", "np", "math")
+
+
+def _inference_tensor(torch: Any, a: Any) -> Any:
+    """The value as ``torch.inference_mode()`` makes it: an inference tensor, which
+    PyTorch refuses to save for backward (its own error, raised where it is used)."""
+    with torch.inference_mode():
+        return a.clone()
 
 
 def _spellings() -> dict[str, Op]:

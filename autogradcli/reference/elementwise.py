@@ -74,10 +74,11 @@ class _Terms(SympyTerms):
         # steps substituted: mean(y) of y = 2*x is mean(2*x)
         plain = not model.expression.steps and not self._bound and not detach
         text = unparse(node.arg) if plain else str(arg)
-        symbol = sp.Symbol(f"{node.func}({text})", real=True)
+        kind = "detach" if detach else node.func  # no_grad and inference_mode: detach
+        symbol = sp.Symbol(f"{kind}({text})", real=True)
         if symbol not in model.reductions:
             shape = self.shape_of(node.arg, arg)
-            model.reductions[symbol] = Block(arg, shape, node.func)
+            model.reductions[symbol] = Block(arg, shape, kind)
         return symbol
 
     def shape_of(self, node: Node, term: sp.Expr) -> Shape:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from autogradcli.errors import ComputationError, TorchError
+from autogradcli.glossary import lookup
 from autogradcli.lang.tree import (
     PY_BINARY,
     PY_UNARY,
@@ -120,6 +121,8 @@ def forward(
             fold.steps[step.name] = fold.tensor(fold(step.node))
         out = fold.tensor(fold(expression.root))
     except (RuntimeError, OverflowError) as exc:
+        if lookup(str(exc)) is not None:  # one the glossary explains (an inference tensor)
+            raise TorchError(str(exc)) from None
         raise ComputationError("pytorch_forward", detail=_first_line(exc)) from None
     return Trace(out, fold.steps, fold.values, fold.nodes)
 

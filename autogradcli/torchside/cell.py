@@ -49,7 +49,12 @@ def run_cell(bound: Bound) -> CellRun:
     session = start(bound)
     dtype = resolve_dtype(bound.settings.dtype)
     leaves = session.leaves
-    trace = build.forward(bound.program, leaves, dtype, session.device)
+    try:
+        trace = build.forward(bound.program, leaves, dtype, session.device)
+    except ComputationError as error:  # PyTorch refused a step (an inference tensor saved)
+        if isinstance(error, TorchError):  # its fix written as lines of a cell
+            error = TorchError(error.torch_message, in_cell=True)
+        return CellRun([], str(session.device), session.seen, error)
 
     def value(node: Node, extra: dict[str, Any] | None = None) -> Any:
         return build.evaluate(node, {**leaves, **(extra or {})}, trace.steps, dtype, session.device)
