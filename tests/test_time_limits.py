@@ -49,6 +49,34 @@ def test_the_limit_stops_python_work_in_a_thread():
     assert _in_thread(spin)[0] == "sympy_timeout"
 
 
+def test_the_limit_holds_under_a_tracer_and_a_profiler():
+    """Coverage tools, debuggers and profilers trace the thread; the limit still lands and
+    nothing spins afterwards (a cancelled async exception would spin a traced thread)."""
+    import cProfile
+    import sys
+
+    def spin() -> str:
+        try:
+            with time_limit(0.2):
+                while True:
+                    sum(range(100))
+        except SympyTimeout as exc:
+            return exc.code
+        return "not stopped"
+
+    sys.settrace(lambda *args: None)
+    try:
+        assert spin() == "sympy_timeout"
+    finally:
+        sys.settrace(None)
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        assert spin() == "sympy_timeout"
+    finally:
+        profile.disable()
+
+
 def test_a_block_that_ends_in_time_leaves_nothing_behind():
     for _ in range(200):
         with time_limit(0.001):

@@ -33,10 +33,11 @@ class Expired(BaseException):
     a BaseException, so that no ``except Exception`` inside SymPy swallows it."""
 
 
-def _raise_in(thread: int, exception: type[BaseException] | None) -> None:
-    """Schedule ``exception`` in ``thread`` (None: cancel one that is still pending)."""
-    what = None if exception is None else ctypes.py_object(exception)  # None: NULL
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), what)
+def _raise_in(thread: int, exception: type[BaseException]) -> None:
+    """Schedule ``exception`` in ``thread``: it lands at that thread's next bytecode check.
+    (Never called with NULL to cancel one: CPython 3.11 then keeps its eval breaker set,
+    and a traced thread spins at the next function entry.)"""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(exception))
 
 
 @contextmanager
@@ -55,31 +56,32 @@ def time_limit(seconds: float) -> Iterator[None]:
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
     timer.start()
-    expired = False
+    delivered = False
     try:
         yield
     except Expired:
-        expired = True
+        delivered = True
     finally:
-        expired = _stop(timer, finished, fired, thread) or expired
-    if expired:
+        delivered = _stop(timer, finished, fired, delivered)
+    if delivered:
         raise SympyTimeout("sympy_timeout", seconds=seconds)
 
 
 def _stop(
-    timer: threading.Timer, finished: threading.Event, fired: threading.Event, thread: int
+    timer: threading.Timer, finished: threading.Event, fired: threading.Event, delivered: bool
 ) -> bool:
-    """Stop the watchdog and cancel its exception if it is still pending; True when the
-    exception arrived while stopping."""
+    """Stop the watchdog; if it fired and its exception has not landed yet, take it here,
+    so that it cannot land later in other code. True when it fired."""
     try:
         finished.set()
         timer.cancel()
         timer.join()  # expire() has run to its end, or never will
-        if fired.is_set():
-            _raise_in(thread, None)
+        if fired.is_set() and not delivered:
+            for _ in range(100_000_000):  # it lands at this loop's first bytecode check
+                pass
     except Expired:
         return True
-    return False
+    return delivered
 
 
 def within(seconds: float, work: Callable[[], T]) -> T:
