@@ -3,6 +3,7 @@ reconcile → verdict → result. Each stage returns a new value; none edits ano
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -377,6 +378,8 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
     for n in bound.names:
         derivative = diff(model.output.expr, model.symbols[n], order)
         texts[n], latex[n] = str(derivative), sp.latex(derivative)
+        if math.prod(bound.shapes[n]) < math.prod(bound.out_shape):  # broadcast: summed
+            texts[n], latex[n] = f"sum({texts[n]})", rf"\sum \left({latex[n]}\right)"
         with np.errstate(all="ignore"):
             full = precise_value(derivative, env, bound.out_shape)
             mask, codes = find_kinks(derivative, env, bound.out_shape, uses=calls(bound.program))
