@@ -246,17 +246,20 @@ def backward_graph(
     *,
     settings: Settings | None = None,
     const: Iterable[str] = (),
+    saved: bool = False,
     **keywords: Any,
 ) -> Graph:
     """The backward graph PyTorch records: ``grad_fn`` nodes from the output down to the
-    ``AccumulateGrad`` node of each leaf."""
+    ``AccumulateGrad`` node of each leaf. ``saved``: each node also lists what it keeps for
+    backward (``grad_fn._saved_*``), and ``freed`` says what reading one of those tensors
+    raises after a ``backward()`` without ``retain_graph``."""
     from autogradcli.torchside.graph import build_graph
     from autogradcli.torchside.run import start
 
     chosen, given = split(settings, values, keywords)
     bound = bind(expression, given, chosen, const=const)
     session = start(bound)
-    return build_graph(bound.program, session.forward(), session.leaves, bound.seed)
+    return build_graph(bound.program, session.forward(), session.leaves, bound.seed, saved)
 
 
 def _differentiable(bound: Bound) -> Bound:

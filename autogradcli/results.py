@@ -640,6 +640,39 @@ class DerivativeResult(Judged):
 
 
 @dataclass(frozen=True)
+class Saved(Frozen):
+    """One value a node keeps for backward: ``grad_fn._saved_<name>``. A tensor is shown by
+    its shape, dtype and first few numbers; anything else (an int, sizes, None) as it is."""
+
+    name: str  # the attribute, e.g. "_saved_self"
+    tensor: bool
+    shape: list[int] | None = None
+    dtype: str | None = None
+    value: Any = None  # a tensor's first SAVED_SHOWN numbers (flattened), else the value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "tensor": self.tensor,
+            "shape": self.shape,
+            "dtype": self.dtype,
+            "value": self.value,
+        }
+
+
+@dataclass(frozen=True)
+class Freed(Frozen):
+    """What reading a saved tensor raised after one ``backward()`` without retain_graph."""
+
+    node: int
+    name: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "name": self.name, "message": self.message}
+
+
+@dataclass(frozen=True)
 class GraphNode(Frozen):
     """One autograd node: PyTorch's class name, a label, and the nodes it passes gradients to."""
 
@@ -649,6 +682,7 @@ class GraphNode(Frozen):
     leaf: str | None = None  # the leaf's name, for AccumulateGrad
     shape: list[int] | None = None
     next: tuple[int | None, ...] = ()  # None: an input without gradient
+    saved: tuple[Saved, ...] | None = None  # with --saved: what it keeps for backward
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -658,6 +692,7 @@ class GraphNode(Frozen):
             "leaf": self.leaf,
             "shape": self.shape,
             "next": list(self.next),
+            "saved": None if self.saved is None else [v.to_dict() for v in self.saved],
         }
 
 
@@ -669,6 +704,7 @@ class Graph(Rendered):
     output: str
     nodes: tuple[GraphNode, ...]
     seed: int | None = None  # the seed of rand()/randn() values, when one was drawn
+    freed: Freed | None = None  # with --saved: a saved tensor read after backward()
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:  # no sentences to spell
         return strict(
@@ -680,6 +716,7 @@ class Graph(Rendered):
                 "seed": self.seed,
                 "root": self.nodes[0].id,
                 "nodes": [n.to_dict() for n in self.nodes],
+                "freed": None if self.freed is None else self.freed.to_dict(),
                 "written": [],  # files the CLI's --dot/--png/--svg wrote
             }
         )

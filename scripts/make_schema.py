@@ -313,6 +313,32 @@ gnode = obj(
         "leaf": {"type": ["string", "null"]},
         "shape": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/shape"}]},
         "next": {"type": "array", "items": {"type": ["integer", "null"]}},
+        "saved": {
+            "description": "with --saved: what the node keeps for backward (grad_fn._saved_*); "
+            "a tensor as its shape, dtype and first numbers, anything else as it is",
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "array",
+                    "items": obj(
+                        {
+                            "name": {"type": "string", "pattern": "^_saved_"},
+                            "tensor": {"type": "boolean"},
+                            "shape": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/shape"}]},
+                            "dtype": {"type": ["string", "null"]},
+                            "value": {},
+                        }
+                    ),
+                },
+            ],
+        },
+    }
+)
+freed = obj(
+    {
+        "node": {"type": "integer"},
+        "name": {"type": "string", "pattern": "^_saved_"},
+        "message": {"type": "string"},
     }
 )
 graph = {
@@ -329,9 +355,23 @@ graph = {
             "seed": {"$ref": "#/$defs/seed"},
             "root": {"type": "integer"},
             "nodes": {"type": "array", "items": gnode, "minItems": 1},
+            "freed": {
+                "description": "with --saved: what reading a saved tensor raised after one "
+                "backward() without retain_graph (null: nothing was saved, or no --saved)",
+                "anyOf": [{"type": "null"}, freed],
+            },
             "written": {"type": "array", "items": {"type": "string"}},
         },
-        required=["schema_version", "command", "expression", "output", "seed", "root", "nodes"],
+        required=[
+            "schema_version",
+            "command",
+            "expression",
+            "output",
+            "seed",
+            "root",
+            "nodes",
+            "freed",
+        ],
     ),
 }
 error = {

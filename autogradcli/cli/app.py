@@ -438,6 +438,14 @@ def graph(
         Path | None,
         typer.Option(metavar="FILE", help="Render the graph to FILE as PNG (needs Graphviz)."),
     ] = None,
+    saved: Annotated[
+        bool,
+        typer.Option(
+            "--saved",
+            help="Show what each node keeps for backward (grad_fn._saved_*: shapes, dtypes, "
+            "first values), then run backward() once and show that reading them fails.",
+        ),
+    ] = False,
     const: ConstOption = None,
     settings: Settings = DEFAULT,
     json_output: bool = False,
@@ -457,7 +465,9 @@ def graph(
         if images:
             dots.need_graphviz(images[0][1])
         values = _variables(var or [], expression)
-        built = ag.backward_graph(expression, values, settings=settings, const=const or [])
+        built = ag.backward_graph(
+            expression, values, settings=settings, const=const or [], saved=saved
+        )
         text = dots.to_dot(built)
         written = []
         if dot is not None and not to_stdout:
