@@ -584,7 +584,7 @@ class DerivativeResult(Judged):
     """What ``jacobian``, ``hessian`` or ``derivative`` found; ``verdict`` and ``agree``
     sum it up."""
 
-    kind: str  # "jacobian", "hessian" or "order K"
+    kind: str  # "jacobian", "hessian", "order K" or "jvp"
     expression: str
     device: str
     dtype: str
@@ -601,6 +601,7 @@ class DerivativeResult(Judged):
     strict: bool = False
     seed: int | None = None
     latex: dict[str, str] = field(default_factory=dict)  # SymPy's derivatives as LaTeX
+    tangents: dict[str, np.ndarray] = field(default_factory=dict)  # jvp's v, per input
 
     @property
     def verdict(self) -> str:
@@ -612,6 +613,12 @@ class DerivativeResult(Judged):
 
     def first_cause(self) -> Cause | None:
         return next((b.cause for b in self.blocks if b.verdict == self.verdict), None)
+
+    def _tangents(self) -> dict[str, Any]:
+        """jvp's ``tangents`` field (the other kinds have none)."""
+        if self.kind != "jvp":
+            return {}
+        return {"tangents": {n: plain(v) for n, v in self.tangents.items()}}
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         command = "derivative" if self.kind.startswith("order") else self.kind
@@ -634,6 +641,7 @@ class DerivativeResult(Judged):
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
                 "seed": self.seed,
+                **self._tangents(),
                 **self.verdict_fields(),
             }
         )

@@ -294,8 +294,14 @@ derivative = {
     **obj(
         {
             **HEAD,
-            "command": {"enum": ["jacobian", "hessian", "derivative"]},
-            "kind": {"type": "string", "pattern": "^(jacobian|hessian|order [1-8])$"},
+            "command": {"enum": ["jacobian", "hessian", "derivative", "jvp"]},
+            "kind": {"type": "string", "pattern": "^(jacobian|hessian|order [1-8]|jvp)$"},
+            "tangents": {
+                "description": "jvp only: the tangent v per input (the block 'J·v' is "
+                "Σ d out / d input · v)",
+                "type": "object",
+                "additionalProperties": {"$ref": "#/$defs/tensor"},
+            },
             "output_shape": {"$ref": "#/$defs/shape"},
             "values": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
             "blocks": {"type": "object", "additionalProperties": block},
@@ -305,6 +311,8 @@ derivative = {
         }
     ),
 }
+derivative["required"].remove("tangents")  # only jvp's documents have it
+derivative["title"] = "autograd-cli jacobian / hessian / grad --order K / jvp --json"
 gnode = obj(
     {
         "id": {"type": "integer"},
