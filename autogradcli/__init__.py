@@ -35,11 +35,13 @@ __all__ = [
     "grad",
     "hessian",
     "jacobian",
+    "jvp",
 ]
 
 _WHERE = {
     "grad": "autogradcli.api",
     "jacobian": "autogradcli.api",
+    "jvp": "autogradcli.api",
     "hessian": "autogradcli.api",
     "derivative": "autogradcli.api",
     "backward_graph": "autogradcli.api",
@@ -54,7 +56,7 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:
-    from autogradcli.api import backward_graph, derivative, grad, hessian, jacobian
+    from autogradcli.api import backward_graph, derivative, grad, hessian, jacobian, jvp
     from autogradcli.errors import AutogradCliError, TorchError
     from autogradcli.results import CellResult, DerivativeResult, GradResult, Graph
     from autogradcli.settings import Limits, Settings

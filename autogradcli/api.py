@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
 
+import numpy as np
+
 from autogradcli.bind import Bound, Passes, bind, retained_names
 from autogradcli.errors import AutogradCliError, LimitError, VariableError
 from autogradcli.lang.analysis import calls, is_elementwise
@@ -187,6 +189,44 @@ def jacobian(
     return run_jacobian(bound, rows)
 
 
+def jvp(
+    expression: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    tangents: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
+    const: Iterable[str] = (),
+    **keywords: Any,
+) -> DerivativeResult:
+    """The Jacobian-vector product ``J·v = Σ_x (d out / d x)·v_x`` in forward mode
+    (``torch.func.jvp``), cross-checked with ``torch.autograd.functional.jvp`` and checked
+    against SymPy's Jacobians times the tangents. A tangent is given per input (values as
+    for inputs); an input without one takes ``ones``."""
+    loading()
+    from autogradcli.lang.values import read_value
+    from autogradcli.pipeline import run_jvp
+
+    stage("running forward-mode autograd and checking it with SymPy")
+
+    chosen, given = split(settings, values, keywords)
+    bound = _differentiable(bind(expression, given, chosen, const=const))
+    entries = math.prod(bound.out_shape) * sum(math.prod(bound.shapes[n]) for n in bound.names)
+    if entries > chosen.limits.max_entries:
+        raise LimitError("jacobian_too_large", entries=entries, limit=chosen.limits.max_entries)
+    vectors: dict[str, np.ndarray] = {}
+    for name, spec in (tangents or {}).items():
+        if name not in bound.names:
+            raise VariableError("tangent_unknown", name=name, names=", ".join(bound.names))
+        vector = np.asarray(read_value(spec, chosen.limits), dtype=np.float64)
+        if list(vector.shape) != list(bound.shapes[name]):
+            want = list(bound.shapes[name])
+            raise VariableError("tangent_shape", name=name, shape=list(vector.shape), want=want)
+        vectors[name] = vector
+    for name in bound.names:
+        vectors.setdefault(name, np.ones(bound.shapes[name]))
+    return run_jvp(bound, {n: vectors[n] for n in bound.names})
+
+
 def hessian(
     expression: str,
     values: Mapping[str, Any] | None = None,
@@ -246,17 +286,20 @@ def backward_graph(
     *,
     settings: Settings | None = None,
     const: Iterable[str] = (),
+    saved: bool = False,
     **keywords: Any,
 ) -> Graph:
     """The backward graph PyTorch records: ``grad_fn`` nodes from the output down to the
-    ``AccumulateGrad`` node of each leaf."""
+    ``AccumulateGrad`` node of each leaf. ``saved``: each node also lists what it keeps for
+    backward (``grad_fn._saved_*``), and ``freed`` says what reading one of those tensors
+    raises after a ``backward()`` without ``retain_graph``."""
     from autogradcli.torchside.graph import build_graph
     from autogradcli.torchside.run import start
 
     chosen, given = split(settings, values, keywords)
     bound = bind(expression, given, chosen, const=const)
     session = start(bound)
-    return build_graph(bound.program, session.forward(), session.leaves, bound.seed)
+    return build_graph(bound.program, session.forward(), session.leaves, bound.seed, saved)
 
 
 def _differentiable(bound: Bound) -> Bound:
@@ -277,5 +320,6 @@ __all__ = [
     "grad",
     "hessian",
     "jacobian",
+    "jvp",
     "split",
 ]

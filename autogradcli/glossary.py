@@ -28,7 +28,8 @@ GLOSSARY: tuple[Entry, ...] = (
         prefix="Trying to backward through the graph a second time",
         title="second backward() on a freed graph",
         why="the first backward() freed the values the graph saved for it (such as the "
-        "factors of a multiplication), so the same graph cannot be walked again",
+        "factors of a multiplication; autograd-cli graph --saved lists them), so the same "
+        "graph cannot be walked again",
         fix="keep them with backward(retain_graph=True) ([[retain_graph]]), or build a new "
         "graph by running the forward pass again (drop [[same_graph]])",
         in_cell="write backward(retain_graph=True) on the earlier call, or compute the output "

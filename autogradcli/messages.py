@@ -352,6 +352,11 @@ ERRORS: dict[str, str] = {
     "retain_grad_no_grad": "[[retain_grad={name}]]: '{name}' does not require grad (it "
     "depends on no input that does), so it has no gradient to keep",
     "all_const": "every input is [[const]]: there is nothing to differentiate",
+    "tangent_unknown": "--tangent {name}=...: '{name}' is not an input that requires grad "
+    "(choose from {names})",
+    "tangent_shape": "--tangent {name}=...: the tangent has shape {shape}; the input has "
+    "shape {want} (a tangent is one direction per input element)",
+    "tangent_form": "--tangent takes NAME=VALUE (e.g. --tangent x=[1,0]), not '{text}'",
     "no_elements": "{what} has no elements, so there is nothing to differentiate",
     "jacobian_too_large": "the Jacobian would have {entries} entries; the limit is {limit} "
     "(raise it with [[max_entries]])",

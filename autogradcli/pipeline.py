@@ -3,6 +3,7 @@ reconcile → verdict → result. Each stage returns a new value; none edits ano
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -172,6 +173,7 @@ def _derivative_result(
     diagnose: Any = None,
     rerun: Any = None,
     latex: dict[str, str] | None = None,
+    tangents: dict[str, np.ndarray] | None = None,
 ) -> DerivativeResult:
     """The blocks settled by the verdict policy, in a result."""
     settings = bound.settings
@@ -200,6 +202,7 @@ def _derivative_result(
         rounding_bound=relative,
         strict=settings.strict,
         seed=bound.seed,
+        tangents=tangents or {},
     )
 
 
@@ -449,9 +452,12 @@ def _exact_order(bound: Bound, session: Session, order: int) -> tuple[Any, dict[
         with np.errstate(all="ignore"):
             full = precise_value(derivative, env, bound.out_shape)
             mask, codes = find_kinks(derivative, env, bound.out_shape, uses=calls(bound.program))
+        text, tex = str(derivative), sp.latex(derivative)
+        if math.prod(bound.shapes[n]) < math.prod(bound.out_shape):  # broadcast: summed
+            text, tex = f"sum({text})", rf"\sum \left({tex}\right)"
         found[n] = (
-            str(derivative),
-            sp.latex(derivative),
+            text,
+            tex,
             reduce_to_shape(full, bound.shapes[n]),
             reduce_to_shape(mask, bound.shapes[n], np.logical_or),
             codes,
@@ -480,3 +486,52 @@ def _numeric_order(
         widen = float(np.max(rounding))
         notes.append(Note("order_rounding", {"name": name, "order": order, "widen": widen}))
     return numbers, rounding
+
+
+def _along(jacobian: np.ndarray, tangent: np.ndarray) -> np.ndarray:
+    """``J·v`` for one input: ``J`` (``out.shape + x.shape``) contracted with ``v``."""
+    return np.tensordot(jacobian, tangent, axes=tangent.ndim)
+
+
+def run_jvp(bound: Bound, tangents: dict[str, np.ndarray]) -> DerivativeResult:
+    """``jvp``: forward mode (``torch.func.jvp``), ``torch.autograd.functional.jvp`` as the
+    cross-check, against SymPy's Jacobians times the tangents, summed over the inputs."""
+    from autogradcli.reference.components import ComponentModel
+    from autogradcli.reference.numeric import numeric_jacobian
+
+    session = start(bound)
+    found = {"J·v": higher.forward_jvp(session, tangents)}
+    cross = ({"J·v": higher.functional_jvp(session, tangents)}, "torch.autograd.functional.jvp")
+    notes: list[Note] = []
+    shape = tuple(bound.out_shape)
+
+    def exact() -> Any:
+        constants = known(bound.program, bound.shapes, session.seen)
+        model = ComponentModel(bound.program, bound.shapes, bound.limits, constants=constants)
+        total, kinks, codes = np.zeros(shape), np.zeros(shape, dtype=bool), set()
+        for n in bound.names:
+            numbers, mask, found_codes = model.jacobian_values(session.seen, n)
+            with np.errstate(all="ignore"):
+                total = total + _along(np.asarray(numbers, dtype=np.float64), tangents[n])
+            moved = np.asarray(mask, dtype=bool) & (tangents[n] != 0)
+            kinks |= moved.reshape((*shape, -1)).any(axis=-1)
+            codes |= set(found_codes)
+        return model, {"J·v": (total, kinks, codes)}
+
+    def numeric() -> Any:
+        jac = numeric_jacobian(_forward(bound, session.seen), session.seen, bound.names)
+        return {"J·v": sum(_along(jac[n], tangents[n]) for n in bound.names)}
+
+    model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
+    blocks = _blocks(bound, found, cross, model, values, numbers)
+    return _derivative_result(
+        bound,
+        session,
+        "jvp",
+        blocks,
+        notes,
+        model is not None,
+        tangents=tangents,
+        diagnose=_diagnosis(bound, session, model),
+        rerun=_float64(bound, lambda b: run_jvp(b, tangents)),
+    )

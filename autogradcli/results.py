@@ -584,7 +584,7 @@ class DerivativeResult(Judged):
     """What ``jacobian``, ``hessian`` or ``derivative`` found; ``verdict`` and ``agree``
     sum it up."""
 
-    kind: str  # "jacobian", "hessian" or "order K"
+    kind: str  # "jacobian", "hessian", "order K" or "jvp"
     expression: str
     device: str
     dtype: str
@@ -601,6 +601,7 @@ class DerivativeResult(Judged):
     strict: bool = False
     seed: int | None = None
     latex: dict[str, str] = field(default_factory=dict)  # SymPy's derivatives as LaTeX
+    tangents: dict[str, np.ndarray] = field(default_factory=dict)  # jvp's v, per input
 
     @property
     def verdict(self) -> str:
@@ -612,6 +613,12 @@ class DerivativeResult(Judged):
 
     def first_cause(self) -> Cause | None:
         return next((b.cause for b in self.blocks if b.verdict == self.verdict), None)
+
+    def _tangents(self) -> dict[str, Any]:
+        """jvp's ``tangents`` field (the other kinds have none)."""
+        if self.kind != "jvp":
+            return {}
+        return {"tangents": {n: plain(v) for n, v in self.tangents.items()}}
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         command = "derivative" if self.kind.startswith("order") else self.kind
@@ -634,9 +641,43 @@ class DerivativeResult(Judged):
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
                 "seed": self.seed,
+                **self._tangents(),
                 **self.verdict_fields(),
             }
         )
+
+
+@dataclass(frozen=True)
+class Saved(Frozen):
+    """One value a node keeps for backward: ``grad_fn._saved_<name>``. A tensor is shown by
+    its shape, dtype and first few numbers; anything else (an int, sizes, None) as it is."""
+
+    name: str  # the attribute, e.g. "_saved_self"
+    tensor: bool
+    shape: list[int] | None = None
+    dtype: str | None = None
+    value: Any = None  # a tensor's first SAVED_SHOWN numbers (flattened), else the value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "tensor": self.tensor,
+            "shape": self.shape,
+            "dtype": self.dtype,
+            "value": self.value,
+        }
+
+
+@dataclass(frozen=True)
+class Freed(Frozen):
+    """What reading a saved tensor raised after one ``backward()`` without retain_graph."""
+
+    node: int
+    name: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "name": self.name, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -649,6 +690,7 @@ class GraphNode(Frozen):
     leaf: str | None = None  # the leaf's name, for AccumulateGrad
     shape: list[int] | None = None
     next: tuple[int | None, ...] = ()  # None: an input without gradient
+    saved: tuple[Saved, ...] | None = None  # with --saved: what it keeps for backward
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -658,6 +700,7 @@ class GraphNode(Frozen):
             "leaf": self.leaf,
             "shape": self.shape,
             "next": list(self.next),
+            "saved": None if self.saved is None else [v.to_dict() for v in self.saved],
         }
 
 
@@ -669,6 +712,7 @@ class Graph(Rendered):
     output: str
     nodes: tuple[GraphNode, ...]
     seed: int | None = None  # the seed of rand()/randn() values, when one was drawn
+    freed: Freed | None = None  # with --saved: a saved tensor read after backward()
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:  # no sentences to spell
         return strict(
@@ -680,6 +724,7 @@ class Graph(Rendered):
                 "seed": self.seed,
                 "root": self.nodes[0].id,
                 "nodes": [n.to_dict() for n in self.nodes],
+                "freed": None if self.freed is None else self.freed.to_dict(),
                 "written": [],  # files the CLI's --dot/--png/--svg wrote
             }
         )

@@ -294,8 +294,14 @@ derivative = {
     **obj(
         {
             **HEAD,
-            "command": {"enum": ["jacobian", "hessian", "derivative"]},
-            "kind": {"type": "string", "pattern": "^(jacobian|hessian|order [1-8])$"},
+            "command": {"enum": ["jacobian", "hessian", "derivative", "jvp"]},
+            "kind": {"type": "string", "pattern": "^(jacobian|hessian|order [1-8]|jvp)$"},
+            "tangents": {
+                "description": "jvp only: the tangent v per input (the block 'J·v' is "
+                "Σ d out / d input · v)",
+                "type": "object",
+                "additionalProperties": {"$ref": "#/$defs/tensor"},
+            },
             "output_shape": {"$ref": "#/$defs/shape"},
             "values": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
             "blocks": {"type": "object", "additionalProperties": block},
@@ -305,6 +311,8 @@ derivative = {
         }
     ),
 }
+derivative["required"].remove("tangents")  # only jvp's documents have it
+derivative["title"] = "autograd-cli jacobian / hessian / grad --order K / jvp --json"
 gnode = obj(
     {
         "id": {"type": "integer"},
@@ -313,6 +321,32 @@ gnode = obj(
         "leaf": {"type": ["string", "null"]},
         "shape": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/shape"}]},
         "next": {"type": "array", "items": {"type": ["integer", "null"]}},
+        "saved": {
+            "description": "with --saved: what the node keeps for backward (grad_fn._saved_*); "
+            "a tensor as its shape, dtype and first numbers, anything else as it is",
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "array",
+                    "items": obj(
+                        {
+                            "name": {"type": "string", "pattern": "^_saved_"},
+                            "tensor": {"type": "boolean"},
+                            "shape": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/shape"}]},
+                            "dtype": {"type": ["string", "null"]},
+                            "value": {},
+                        }
+                    ),
+                },
+            ],
+        },
+    }
+)
+freed = obj(
+    {
+        "node": {"type": "integer"},
+        "name": {"type": "string", "pattern": "^_saved_"},
+        "message": {"type": "string"},
     }
 )
 graph = {
@@ -329,9 +363,23 @@ graph = {
             "seed": {"$ref": "#/$defs/seed"},
             "root": {"type": "integer"},
             "nodes": {"type": "array", "items": gnode, "minItems": 1},
+            "freed": {
+                "description": "with --saved: what reading a saved tensor raised after one "
+                "backward() without retain_graph (null: nothing was saved, or no --saved)",
+                "anyOf": [{"type": "null"}, freed],
+            },
             "written": {"type": "array", "items": {"type": "string"}},
         },
-        required=["schema_version", "command", "expression", "output", "seed", "root", "nodes"],
+        required=[
+            "schema_version",
+            "command",
+            "expression",
+            "output",
+            "seed",
+            "root",
+            "nodes",
+            "freed",
+        ],
     ),
 }
 error = {

@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 SCHEMA = Path(__file__).resolve().parent.parent / "schema"
 KINDS = {"grad": "grad", "jacobian": "derivative", "hessian": "derivative"}
 KINDS |= {"derivative": "derivative", "graph": "graph", "cell": "cell", "plot": "plot"}
+KINDS |= {"jvp": "derivative"}
 VALIDATED: list[str] = []  # how many documents the suite validated, by schema
 
 

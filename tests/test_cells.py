@@ -223,9 +223,10 @@ SECOND_ERROR = (
     "values of the graph are freed when you call .backward() or autograd.grad(). Specify "
     "retain_graph=True if you need to backward through the graph a second time or if you need "
     "to access saved tensors after calling backward. Why: the first backward() freed the values "
-    "the graph saved for it (such as the factors of a multiplication), so the same graph cannot "
-    "be walked again. Fix: write backward(retain_graph=True) on the earlier call, or compute the "
-    "output again before the second backward().\n"
+    "the graph saved for it (such as the factors of a multiplication; autograd-cli graph --saved "
+    "lists them), so the same graph cannot be walked again. Fix: write "
+    "backward(retain_graph=True) on the earlier call, or compute the output again before the "
+    "second backward().\n"
 )
 
 

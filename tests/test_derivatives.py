@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 import autogradcli as ag
 from tests.conftest import cli
@@ -286,6 +287,22 @@ def test_order_2_rich_output():
     assert "derivative of order 2, elementwise" in lines
     assert "│ x │ 12 │ 12 │ 0 │ ✓ │" in lines
     assert lines[-2:] == ["SymPy: d^2 out / dx^2 = 6*x", "✓ autograd and SymPy agree"]
+
+
+def test_order_2_of_a_broadcast_input_is_the_sum_and_its_text_says_so():
+    # y = 3 broadcast against x = [1, 2]: d^2/dy^2 is 2*x**2 summed over x's elements
+    r = ag.derivative("x**2*y**2", x="[1, 2]", y="3", order=2, **F64)
+    assert r.derivatives == {"x": "2*y**2", "y": "sum(2*x**2)"}
+    assert r.latex["y"] == r"\sum \left(2 x^{2}\right)"
+    assert_block(r, "y", 2 * 1**2 + 2 * 2**2)
+    assert_block(r, "x", np.array([18.0, 18.0]))
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)  # PyTorch itself, not the tool
+    y = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+    (first,) = torch.autograd.grad((x**2 * y**2).sum(), y, create_graph=True)
+    (second,) = torch.autograd.grad(first, y)
+    assert block_of(r, "y").autograd == second.item() == 10.0
+    run = cli("grad", "x**2*y**2", "--x", "[1, 2]", "--y", "3", "--order", "2", "--json")
+    assert run.exit_code == 0 and run.json()["derivatives"]["y"] == "sum(2*x**2)"
 
 
 def test_order_1_is_the_plain_gradient_and_weights_ones_goes_with_any_order():

@@ -218,3 +218,108 @@ def test_graph_takes_the_same_arguments_and_errors_as_grad():
     missing = cli("graph", "x*2")
     assert missing.exit_code == 2
     assert missing.stderr == "Error: variable 'x' needs a value, e.g. --x 2 (or --var x=2)\n"
+
+
+def python_saved(out: torch.Tensor) -> list[Any]:
+    """What each node of PyTorch's own graph keeps for backward, in the tree's pre-order:
+    ``(grad_fn, [(attribute, shape, dtype, first numbers) or (attribute, value)])``."""
+    found: list[Any] = []
+
+    def walk(fn: Any) -> None:
+        if fn is None:
+            return
+        kept = []
+        for name in sorted(a for a in dir(fn) if a.startswith("_saved_")):
+            value = getattr(fn, name)
+            if isinstance(value, torch.Tensor):
+                dtype = str(value.dtype).removeprefix("torch.")
+                kept.append((name, list(value.shape), dtype, value.flatten()[:6].tolist()))
+            else:
+                kept.append((name, list(value) if isinstance(value, tuple) else value))
+        found.append((type(fn).__name__, kept))
+        for nxt, _ in fn.next_functions:
+            walk(nxt)
+
+    walk(get_gradient_edge(out).node)
+    return found
+
+
+def cli_saved(doc: dict[str, Any]) -> list[Any]:
+    """The same list from ``graph --saved --json`` (a node reached twice listed twice)."""
+    nodes = {n["id"]: n for n in doc["nodes"]}
+    found: list[Any] = []
+
+    def walk(node_id: int | None) -> None:
+        if node_id is None:
+            return
+        node = nodes[node_id]
+        kept = [
+            (s["name"], s["shape"], s["dtype"], s["value"])
+            if s["tensor"]
+            else (s["name"], s["value"])
+            for s in node["saved"]
+        ]
+        found.append((node["grad_fn"], kept))
+        for nxt in node["next"]:
+            walk(nxt)
+
+    walk(doc["root"])
+    return found
+
+
+@pytest.mark.parametrize(("text", "values", "line"), CASES, ids=[c[0] for c in CASES])
+def test_saved_are_what_pytorchs_own_nodes_keep(text, values, line):
+    tensors = leaves(**values)
+    expected = python_saved(line(tensors))
+    args = [a for n, v in values.items() for a in (f"--{n}", str(v))]
+    assert cli_saved(graph_json(text, *args, "--saved")) == expected
+
+
+def test_saved_tensors_are_freed_by_backward_as_pytorch_says():
+    doc = graph_json("y = x + 2; z = y*y*3; out = mean(z)", "--x", "ones(2,2)", "--saved")
+    square = doc["nodes"][2]  # y*y keeps both factors, y = x + 2 = 3
+    assert square["label"] == "y*y" and square["saved"] == [
+        {"name": "_saved_other", "tensor": True, "shape": [2, 2], "dtype": "float32",
+         "value": [3.0] * 4},
+        {"name": "_saved_self", "tensor": True, "shape": [2, 2], "dtype": "float32",
+         "value": [3.0] * 4},
+    ]  # fmt: skip
+    assert doc["nodes"][3]["saved"] == [
+        {"name": "_saved_alpha", "tensor": False, "shape": None, "dtype": None, "value": 1}
+    ]
+    # PyTorch itself: after one backward() without retain_graph, the read raises
+    x = torch.ones(2, 2, requires_grad=True)
+    y = x + 2
+    z = y * y * 3
+    z.mean().backward()
+    with pytest.raises(RuntimeError) as raised:
+        _ = z.grad_fn.next_functions[0][0]._saved_self
+    freed = doc["freed"]
+    assert freed["name"] == "_saved_other" and freed["node"] == 1  # the first node with one
+    assert freed["message"] == str(raised.value).splitlines()[0]
+    assert freed["message"].startswith("Trying to backward through the graph a second time")
+    # without --saved nothing of this is there
+    plain = graph_json("y = x + 2; z = y*y*3; out = mean(z)", "--x", "ones(2,2)")
+    assert plain["freed"] is None and all(n["saved"] is None for n in plain["nodes"])
+
+
+def test_saved_rich_and_a_graph_that_saves_no_tensor(monkeypatch):
+    run = cli("graph", "y = x + 2; z = y*y*3; out = mean(z)", "--x", "ones(2,2)", "--saved")
+    lines = [" ".join(line.split()) for line in run.stdout.splitlines()]
+    assert run.exit_code == 0
+    assert "│ saved _saved_self: tensor [2, 2] float32 = [3, 3, 3, 3]" in lines
+    assert "saved _saved_self_sym_sizes = [2, 2]" in lines
+    assert "│ └── AddBackward0 y = x + 2 (same node as above)" in lines
+    text = " ".join(lines)
+    assert "the tensors among them are the buffers the first backward() frees" in text
+    assert "reading MulBackward0._saved_other raises: Trying to backward through" in text
+    # x + 1 keeps only alpha: PyTorch walks it twice without retain_graph, and the tool says so
+    x = torch.tensor(2.0, requires_grad=True)
+    out = x + 1
+    out.backward()
+    out.backward()
+    assert x.grad.item() == 2.0
+    add = graph_json("x + 1", "--x", "2", "--saved")
+    assert add["freed"] is None and add["nodes"][0]["saved"][0]["name"] == "_saved_alpha"
+    rich = " ".join(cli("graph", "x + 1", "--x", "2", "--saved").stdout.split())
+    assert "no node keeps a tensor for backward, so backward() frees nothing" in rich

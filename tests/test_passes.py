@@ -24,7 +24,8 @@ from tests.schemas import validate
 SEED000 = "y = x + 2; z = y*y*3; out = mean(z)"
 SECOND_BACKWARD_WHY = (
     "Why: the first backward() freed the values the graph saved for it (such as the factors "
-    "of a multiplication), so the same graph cannot be walked again. Fix: keep them with "
+    "of a multiplication; autograd-cli graph --saved lists them), so the same graph cannot be "
+    "walked again. Fix: keep them with "
     "backward(retain_graph=True) (--retain-graph), or build a new graph by running the forward "
     "pass again (drop --same-graph)."
 )

@@ -387,6 +387,53 @@ def jacobian(
     ))  # fmt: skip
 
 
+JVP_EPILOG = (
+    'Example: autograd-cli jvp "x*y + sin(x)" --x "[1, 2]" --y "[3, 4]" --tangent x=[1,0] '
+    "--tangent y=[0,1]. Values as for grad; an input without --tangent takes ones. "
+    "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
+)
+
+
+@app.command(cls=GradCommand, epilog=JVP_EPILOG)
+@with_settings()
+def jvp(
+    ctx: typer.Context,
+    expression: ExpressionArg,
+    var: VarOption = None,
+    tangent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tangent",
+            metavar="NAME=VALUE",
+            help="The direction v for input NAME (values as for inputs); repeat per input. "
+            "Default: ones.",
+        ),
+    ] = None,
+    const: ConstOption = None,
+    settings: Settings = DEFAULT,
+    json_output: bool = False,
+) -> None:
+    """Forward mode: J·v with torch.func.jvp, checked against SymPy's Jacobian times v."""
+    import autogradcli as ag
+
+    expression = _program(ctx, json_output, expression, settings)
+    _run(ctx, json_output, var, expression, lambda values: ag.jvp(
+        expression, values, tangents=_tangents(tangent or []), settings=settings,
+        const=const or [],
+    ))  # fmt: skip
+
+
+def _tangents(given: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` pairs as a dict (the values are read by the API, as inputs are)."""
+    found = {}
+    for text in given:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip().isidentifier() or not value.strip():
+            raise VariableError("tangent_form", text=text)
+        found[name.strip()] = value.strip()
+    return found
+
+
 HESSIAN_EPILOG = (
     'Example: autograd-cli hessian "x**2*y + y**3" --x 1 --y 2. '
     "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
@@ -438,6 +485,14 @@ def graph(
         Path | None,
         typer.Option(metavar="FILE", help="Render the graph to FILE as PNG (needs Graphviz)."),
     ] = None,
+    saved: Annotated[
+        bool,
+        typer.Option(
+            "--saved",
+            help="Show what each node keeps for backward (grad_fn._saved_*: shapes, dtypes, "
+            "first values), then run backward() once and show that reading them fails.",
+        ),
+    ] = False,
     const: ConstOption = None,
     settings: Settings = DEFAULT,
     json_output: bool = False,
@@ -457,7 +512,9 @@ def graph(
         if images:
             dots.need_graphviz(images[0][1])
         values = _variables(var or [], expression)
-        built = ag.backward_graph(expression, values, settings=settings, const=const or [])
+        built = ag.backward_graph(
+            expression, values, settings=settings, const=const or [], saved=saved
+        )
         text = dots.to_dot(built)
         written = []
         if dot is not None and not to_stdout:

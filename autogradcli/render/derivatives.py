@@ -23,6 +23,7 @@ from autogradcli.results import DerivativeResult
 TITLES = {
     "jacobian": "Jacobian d out / d input, shaped out.shape + input.shape",
     "hessian": "Hessian d² out / d a d b, shaped a.shape + b.shape",
+    "jvp": "J·v = Σ d out / d input · tangent, in forward mode (torch.func.jvp)",
 }
 
 
@@ -38,6 +39,9 @@ def render_derivatives(result: DerivativeResult, style: Style = CLI) -> Renderab
     ]
     if result.rows:
         parts.append(_rows(result))
+    if result.tangents:
+        shown = ", ".join(f"{n} = {format_array(v)}" for n, v in result.tangents.items())
+        parts.append(Text(f"tangents v: {shown}"))
     parts.append(_blocks(result))
     for name, text in result.derivatives.items():
         k = result.kind.split()[-1]

@@ -16,7 +16,7 @@ from torch.autograd.graph import get_gradient_edge
 from autogradcli.errors import ComputationError
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Expression, Name, Node
-from autogradcli.results import Graph, GraphNode
+from autogradcli.results import Freed, Graph, GraphNode, Saved
 from autogradcli.torchside.build import Trace
 
 
@@ -74,6 +74,48 @@ class _Found:
     leaf: str | None = None
     shape: list[int] | None = None
     next: list[int | None] = field(default_factory=list)
+    saved: tuple[Saved, ...] | None = None
+
+
+SAVED_SHOWN = 6  # how many numbers of a saved tensor are shown
+SAVED_PREFIX = "_saved_"
+
+
+def _plain(value: Any) -> Any:
+    """A saved non-tensor as JSON can hold it: numbers, None, lists; else its text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, tuple | list | torch.Size):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def saved_of(fn: Any) -> tuple[Saved, ...]:
+    """What ``fn`` keeps for backward: its ``_saved_*`` attributes, read now."""
+    found = []
+    for name in sorted(a for a in dir(fn) if a.startswith(SAVED_PREFIX)):
+        value = getattr(fn, name)
+        if isinstance(value, torch.Tensor):
+            numbers = value.detach().flatten()[:SAVED_SHOWN].cpu().tolist()
+            dtype = str(value.dtype).removeprefix("torch.")
+            found.append(Saved(name, True, list(value.shape), dtype, numbers))
+        else:
+            found.append(Saved(name, False, value=_plain(value)))
+    return tuple(found)
+
+
+def free_and_read(out: torch.Tensor, held: list[Any], nodes: list[Any]) -> Freed | None:
+    """Run ``backward()`` once without retain_graph, then read a saved tensor again: the
+    first node's that has one. What PyTorch raises then is the freed buffer's message."""
+    out.backward(torch.ones_like(out))
+    for fn, node in zip(held, nodes, strict=True):
+        for saved in node.saved or ():
+            if saved.tensor:
+                try:
+                    getattr(fn, saved.name)
+                except RuntimeError as exc:
+                    return Freed(node.id, saved.name, str(exc).split("\n")[0])
+    return None
 
 
 def build_graph(
@@ -81,8 +123,11 @@ def build_graph(
     trace: Trace,
     leaves: dict[str, torch.Tensor],
     seed: int | None = None,
+    saved: bool = False,
 ) -> Graph:
-    """Walk PyTorch's graph from ``trace.out.grad_fn``, each node once, numbered as found."""
+    """Walk PyTorch's graph from ``trace.out.grad_fn``, each node once, numbered as found;
+    ``saved``: with what each node keeps for backward, and what reading it after one
+    ``backward()`` raises."""
     out = trace.out
     # a leaf output (``x`` alone) has no grad_fn: backward() goes straight to its AccumulateGrad
     root = get_gradient_edge(out).node if out.requires_grad else None
@@ -98,6 +143,8 @@ def build_graph(
         held.append(fn)
         ids[id(fn)] = len(nodes)
         node = _Found(ids[id(fn)], type(fn).__name__)
+        if saved:
+            node.saved = saved_of(fn)
         nodes.append(node)
         variable = getattr(fn, "variable", None)
         if variable is not None:
@@ -127,6 +174,7 @@ def build_graph(
             whole = parent.label.removeprefix("(part of ").removesuffix(")")
             node.label = f"(part of {whole if nested else parent.label})"
     frozen = tuple(
-        GraphNode(n.id, n.grad_fn, n.label, n.leaf, n.shape, tuple(n.next)) for n in nodes
+        GraphNode(n.id, n.grad_fn, n.label, n.leaf, n.shape, tuple(n.next), n.saved) for n in nodes
     )
-    return Graph(expression.text, expression.output, frozen, seed)
+    freed = free_and_read(out, held, nodes) if saved else None
+    return Graph(expression.text, expression.output, frozen, seed, freed)

@@ -96,3 +96,28 @@ def kth_derivative(session: Session, name: str, order: int) -> np.ndarray:
         if g is None:
             return np.zeros(tuple(leaf.shape))
     return to_numpy(g)
+
+
+def forward_jvp(session: Session, tangents: dict[str, np.ndarray]) -> np.ndarray:
+    """``J·v`` in forward mode: ``torch.func.jvp`` pushes the tangents through the forward
+    pass once (dual numbers), without a backward graph."""
+    names = session.bound.names
+    primals = tuple(session.leaves[n].detach() for n in names)
+    vectors = tuple(_tangent(session, n, tangents[n]) for n in names)
+    _, found = torch.func.jvp(session.function(names), primals, vectors)
+    return to_numpy(found)
+
+
+def functional_jvp(session: Session, tangents: dict[str, np.ndarray]) -> np.ndarray:
+    """``torch.autograd.functional.jvp``'s answer: reverse mode twice (the double-backward
+    trick), a second opinion computed another way."""
+    names = session.bound.names
+    primals = tuple(session.leaves[n] for n in names)
+    vectors = tuple(_tangent(session, n, tangents[n]) for n in names)
+    _, found = torch.autograd.functional.jvp(session.function(names), primals, vectors)
+    return to_numpy(found)
+
+
+def _tangent(session: Session, name: str, value: np.ndarray) -> torch.Tensor:
+    leaf = session.leaves[name]
+    return torch.as_tensor(value, dtype=leaf.dtype, device=leaf.device).reshape(leaf.shape)
