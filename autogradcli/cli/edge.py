@@ -88,7 +88,7 @@ def program_text(expression: str, limit: int) -> str:
         return expression
     path = expression[1:]
     try:
-        with open_regular(path, sys.maxsize) as handle:
+        with open_regular(path, sys.maxsize, f"@{path}") as handle:
             data = handle.read(4 * (limit + 1))
     except OSError as exc:
         raise ValueSpecError("program_file", path=path, reason=exc.strerror or exc) from None
