@@ -161,3 +161,16 @@ def test_too_many_cases_or_lines_is_a_cap(monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "Error: the script has more than 2 lines; the rest was not read\n"
     )
+
+
+def test_a_program_that_is_not_utf8_is_one_line(tmp_path):
+    from autogradcli.cli.app import app
+    from tests.conftest import RUNNER
+
+    piped = RUNNER.invoke(app, ["grad", "-", "--x", "2"], input=b"x*\xff")
+    assert (piped.exit_code, piped.stderr) == (
+        2,
+        "Error: cannot read the program from '-': it is not UTF-8 (byte 3); give a readable "
+        "text file (@cell.py), - for standard input, or the program in quotes\n",
+    )
+    assert RUNNER.invoke(app, ["grad", "-", "--x", "2"], input=b"x*3").exit_code == 0

@@ -80,28 +80,40 @@ def program_text(expression: str, limit: int) -> str:
     import sys
 
     from autogradcli.errors import ValueSpecError
-    from autogradcli.reads import open_regular
 
     if expression == "-":
-        return sys.stdin.read(limit + 1)
-    if not expression.startswith("@") or "\n" in expression:
+        path = "-"
+        data = sys.stdin.buffer.read(4 * (limit + 1))
+    elif not expression.startswith("@") or "\n" in expression:
         return expression
-    path = expression[1:]
+    else:
+        path = expression[1:]
+        data = _program_bytes(path, 4 * (limit + 1))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if len(data) == 4 * (limit + 1) and exc.start >= len(data) - 3:  # cut mid-character
+            return data[: exc.start].decode("utf-8")
+        reason = f"it is not UTF-8 (byte {exc.start + 1})"
+        raise ValueSpecError("program_file", path=path, reason=reason) from None
+
+
+def _program_bytes(path: str, size: int) -> bytes:
+    """At most ``size`` bytes of the regular file ``path``."""
+    import sys
+
+    from autogradcli.errors import ValueSpecError
+    from autogradcli.reads import open_regular
+
     try:
         with open_regular(path, sys.maxsize, f"@{path}") as handle:
-            data = handle.read(4 * (limit + 1))
+            return handle.read(size)
     except OSError as exc:
         raise ValueSpecError("program_file", path=path, reason=exc.strerror or exc) from None
     except ValueSpecError as exc:
         if exc.code != "file_unreadable":
             raise
         raise ValueSpecError("program_file", path=path, reason=exc.data["detail"]) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if len(data) == 4 * (limit + 1) and exc.start >= len(data) - 3:  # cut mid-character
-            return data[: exc.start].decode("utf-8")
-        raise ValueSpecError("program_file", path=path, reason=type(exc).__name__) from None
 
 
 def finish(result: object, json_output: bool) -> NoReturn:
