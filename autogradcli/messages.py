@@ -44,7 +44,14 @@ FLAGS: dict[str, str] = {"sympy_seconds": "--sympy-timeout", "json_output": "--j
 # Names the Python API reaches through another object.
 PARAMETERS: dict[str, str] = {
     n: f"Limits.{n}"
-    for n in ("max_length", "max_depth", "max_exponent", "max_elements", "max_entries")
+    for n in (
+        "max_length",
+        "max_depth",
+        "max_exponent",
+        "max_elements",
+        "max_entries",
+        "max_file_bytes",
+    )
 }
 
 
@@ -319,10 +326,21 @@ ERRORS: dict[str, str] = {
     "eye_arguments": "eye() takes n (and m), e.g. torch.eye(4, 5)",
     "random_unavailable": "{kind}() is not available here",
     "file_type": "cannot read '@{path}': unsupported file type '{suffix}'; use {types}",
-    "file_is_directory": "cannot read '@{path}': it is a directory, not a file",
-    "file_too_large": "'@{path}' is {size} bytes, too large for {limit} elements (raise it "
-    "with [[max_elements]])",
-    "file_unreadable": "cannot read '@{path}': {detail}",
+    "file_is_directory": "cannot read '{path}': it is a directory, not a file",
+    "file_not_regular": "cannot read '{path}': it is {kind}, not a regular file; copy it into a "
+    "regular file first",
+    "file_too_large": "'{path}' is {size} bytes, more than the {limit} read from a file "
+    "(raise it with [[max_file_bytes]])",
+    "file_unreadable": "cannot read '{path}': {detail}",
+    "json_too_deep": "'{path}' is nested too deeply to be a tensor; write at most 32 levels "
+    "of lists",
+    "pt_too_large": "'{path}' unpacks to {size} bytes, more than the {limit} read from a "
+    "file (raise it with [[max_file_bytes]])",
+    "line_too_long": "line {line} is longer than {limit} bytes; it was skipped",
+    "line_nul": "line {line} holds a NUL byte; write text",
+    "line_encoding": "line {line} is not UTF-8 (byte {column}); save the file as UTF-8",
+    "too_many_lines": "the script has more than {limit} lines; the rest was not read",
+    "too_many_cases": "'{path}' holds more than {limit} cases; split it into smaller files",
     "npy_unreadable": "cannot read '@{path}' as a NumPy array: {detail}",
     "npy_not_numeric": "'@{path}' does not hold a numeric array",
     "pt_unreadable": "cannot read '@{path}' with torch.load(weights_only=True): {detail}",

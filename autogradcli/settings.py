@@ -30,6 +30,7 @@ NUMBERS: dict[str, tuple[bool, float, float]] = {
     "max_exponent": (True, 1, math.inf),
     "max_elements": (True, 1, math.inf),
     "max_entries": (True, 1, math.inf),
+    "max_file_bytes": (True, 1, math.inf),
     "sympy_seconds": (False, 0, math.inf),
     "repeat": (True, 1, 10_000),
     "order": (True, 1, 8),
@@ -71,10 +72,26 @@ class Limits:
     max_elements: int = 20_000_000  # elements of any tensor
     max_entries: int = 100_000  # entries of a Jacobian or Hessian
     sympy_seconds: float = 20.0  # SymPy's exact check; past it, the numeric check stands in
+    max_file_bytes: int | None = None  # bytes of a file read (None: 64 per element + 4 KiB)
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            object.__setattr__(self, f.name, number(f.name, getattr(self, f.name)))
+            if getattr(self, f.name) is not None:
+                object.__setattr__(self, f.name, number(f.name, getattr(self, f.name)))
+
+    @property
+    def file_bytes(self) -> int:
+        """The most bytes read from one file: ``max_file_bytes``, else 64 per element (a
+        number written as text) and 4 KiB of headers."""
+        if self.max_file_bytes is not None:
+            return self.max_file_bytes
+        return self.max_elements * 64 + 4096
+
+    @property
+    def line_bytes(self) -> int:
+        """The longest line of a batch file or the shell: four bytes per character of an
+        expression and 4 KiB of options."""
+        return self.max_length * 4 + 4096
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ LAYERS = [
     "autogradcli",  # the package itself (__version__)
     "errors",
     "settings",
+    "reads",
     "glossary",
     "notes",
     "progress",

@@ -4,15 +4,20 @@ large, and answers quickly."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import pickle
 import resource
+import shlex
 import time
 from pathlib import Path
 
 import pytest
 import torch
 
+import autogradcli as ag
+from autogradcli.cli.shell import run_stream
 from tests.conftest import cli
 
 SENTINEL = Path(os.environ.get("TMPDIR", "/tmp")) / "autograd_cli_hostile_sentinel"
@@ -182,3 +187,66 @@ def test_directory_and_unreadable_files(tmp_path):
 
 def test_corpus_size():
     assert len(EXPRESSIONS) + len(VALUES) + 4 >= 50
+
+
+# --- the same corpus through the shell (piped), `check` and the Python API ---------------
+
+
+def _lines() -> list[str]:
+    """Each hostile expression and value as a command line (JSON where it holds a newline,
+    which a line cannot)."""
+    texts = [["--x", "2", "--", t] for t in EXPRESSIONS] + [["x*2", *a] for a in VALUES]
+    lines = []
+    for words in texts:
+        if any("\n" in w for w in words):
+            expression = words[-1]
+            lines.append(json.dumps({"expression": expression, "values": {"x": 2}}))
+        else:
+            lines.append("grad " + " ".join(shlex.quote(w) for w in words))
+    return lines
+
+
+GOOD = 'grad "x**3" --x 2 --expect x=12'
+
+
+def test_the_corpus_through_one_check_file_keeps_the_good_cases(tmp_path):
+    SENTINEL.unlink(missing_ok=True)
+    hostile = _lines()
+    path = tmp_path / "cases.txt"
+    path.write_text("\n".join(x for h in hostile for x in (GOOD, h)) + f"\n{GOOD}\n")
+    run = cli("check", str(path), "--json")
+    assert run.exit_code == 2
+    done = [json.loads(x) for x in run.stdout.splitlines()][:-1]
+    assert [(d["case"], d["status"]) for d in done] == [
+        (n, "agree" if n % 2 else "bad input") for n in range(1, 2 * len(hostile) + 2)
+    ]
+    assert all(d["error"] and "internal error" not in d["error"] for d in done[1::2])
+    assert not SENTINEL.exists(), "a payload ran"
+
+
+def test_the_corpus_through_the_piped_shell(capsys):
+    SENTINEL.unlink(missing_ok=True)
+    hostile = _lines()
+    script = "\n".join(x for h in hostile for x in (GOOD, h)) + f"\n{GOOD}\n"
+    assert run_stream(io.BytesIO(script.encode("utf-8", "surrogatepass"))) == 2
+    out, err = capsys.readouterr()
+    assert out.count("autograd and SymPy agree") == len(hostile) + 1
+    errors = err.splitlines()
+    assert len(errors) == len(hostile) and all(e.startswith("Error: ") for e in errors)
+    assert "Traceback" not in out + err
+    assert not SENTINEL.exists(), "a payload ran"
+
+
+def test_the_corpus_through_the_api_raises_only_domain_errors():
+    SENTINEL.unlink(missing_ok=True)
+    calls: list[tuple[str, dict[str, object]]] = [(t, {"x": 2}) for t in EXPRESSIONS]
+    for args in VALUES:
+        options = dict(zip(args[::2], args[1::2], strict=True))
+        values = {"x": options["--x"]}
+        extra = {"weights": options["--weights"]} if "--weights" in options else {}
+        calls.append(("x*2", {**values, "__extra": extra}))
+    for expression, values in calls:
+        extra = values.pop("__extra", {})
+        with pytest.raises(ag.AutogradCliError):
+            ag.grad(expression, values, **extra)  # type: ignore[arg-type]
+    assert not SENTINEL.exists(), "a payload ran"

@@ -623,11 +623,10 @@ def check(
     ] = False,
 ) -> None:
     """Run many cases from a file in one process, with a summary (and JUnit XML)."""
-    from autogradcli.cli.batch import read_cases
 
     with errors(None, json_output):
         workers = parse_number("jobs", jobs)
-        cases = read_cases(_cases_text(file))
+        cases = _cases_text(file)
         if junit_xml is not None:
             _check_file(junit_xml, "junit-xml")
     from autogradcli.cli.checking import run_check
@@ -642,17 +641,29 @@ def shell() -> None:
 
     if sys.stdin.isatty():
         raise typer.Exit(shells.interactive())
-    raise typer.Exit(shells.run_lines(sys.stdin))
+    raise typer.Exit(shells.run_stream(sys.stdin.buffer))
 
 
-def _cases_text(file: str) -> str:
+def _cases_text(file: str) -> list[Any]:
+    """The cases of a check file (a regular file) or of standard input (``-``): at most
+    ``Limits().file_bytes`` bytes and ``MAX_CASES`` cases; a line too long, with a NUL
+    byte or not UTF-8 is a bad case of its own."""
+    from autogradcli.cli.batch import read_cases
+    from autogradcli.reads import open_regular
+    from autogradcli.settings import Limits
+
+    limits = Limits()
     if file == "-":
-        return sys.stdin.read()
+        return read_cases(sys.stdin.buffer, limits, "-")
     try:
-        return Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ValueSpecError("check_file", path=file, reason=reason) from None
+        with open_regular(file, limits.file_bytes) as handle:
+            return read_cases(handle, limits, file)
+    except OSError as exc:
+        raise ValueSpecError("check_file", path=file, reason=exc.strerror or exc) from None
+    except ValueSpecError as exc:
+        if exc.code != "file_unreadable":
+            raise
+        raise ValueSpecError("check_file", path=file, reason=exc.data["detail"]) from None
 
 
 def _show_graph(

@@ -8,15 +8,18 @@ the others still run.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from autogradcli.cli.lines import Outcome, run, split, worst
-from autogradcli.errors import AutogradCliError, ValueSpecError
+from autogradcli.errors import AutogradCliError, LimitError, ValueSpecError
 from autogradcli.messages import CLI, error_text
+from autogradcli.reads import lines
+from autogradcli.settings import Limits
 
 STATUS = {0: "agree", 1: "disagree", 2: "bad input"}
 API_COMMANDS = {
@@ -28,12 +31,16 @@ API_COMMANDS = {
 }
 
 
+MAX_CASES = 100_000  # cases of one check file
+
+
 @dataclass(frozen=True)
 class Case:
-    """One question of the file: its line number and text."""
+    """One question of the file: its line number and text (or why the line cannot be read)."""
 
     line: int
     text: str
+    error: AutogradCliError | None = None
 
 
 @dataclass
@@ -63,13 +70,21 @@ class Done:
         }
 
 
-def read_cases(text: str) -> list[Case]:
-    """The non-blank, non-comment lines, with their line numbers."""
+def read_cases(stream: BinaryIO | str, limits: Limits | None = None, path: str = "-") -> list[Case]:
+    """The non-blank, non-comment lines, with their line numbers; a line that is too long,
+    holds a NUL byte or is not UTF-8 is a case that reports it. More than ``MAX_CASES``
+    cases or ``limits.file_bytes`` bytes: the file is refused."""
+    limits = limits or Limits()
+    if isinstance(stream, str):
+        stream = io.BytesIO(stream.encode("utf-8", "surrogatepass"))
     cases = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
+    for number, line in lines(stream, limits.line_bytes, limits.file_bytes, path):
+        if isinstance(line, AutogradCliError):
+            cases.append(Case(number, f"(line {number})", line))
+        elif (stripped := line.strip()) and not stripped.startswith("#"):
             cases.append(Case(number, stripped))
+        if len(cases) > MAX_CASES:
+            raise LimitError("too_many_cases", path=path, limit=MAX_CASES)
     return cases
 
 
@@ -77,6 +92,8 @@ def run_case(case: Case) -> Done:
     """Run one case and keep its document (never raises for bad input)."""
     start = time.perf_counter()
     try:
+        if case.error is not None:
+            raise case.error
         done = _json_case(case) if case.text.startswith("{") else _line_case(case, split(case.text))
     except AutogradCliError as exc:
         done = Done(case, 2, error=" ".join(error_text(exc, CLI).split()))

@@ -74,24 +74,46 @@ def _suggest_option(name: str, ctx: typer.Context | None) -> str:
 
 
 def program_text(expression: str, limit: int) -> str:
-    """The expression argument, or the program in ``@FILE`` or on standard input (``-``);
-    at most ``limit`` characters are read (the parser says if there are more)."""
+    """The expression argument, or the program in ``@FILE`` (a regular file) or on standard
+    input (``-``); at most ``limit`` characters are read (the parser says if there are
+    more)."""
     import sys
-    from pathlib import Path
 
     from autogradcli.errors import ValueSpecError
 
     if expression == "-":
-        return sys.stdin.read(limit + 1)
-    if not expression.startswith("@") or "\n" in expression:
+        path = "-"
+        data = sys.stdin.buffer.read(4 * (limit + 1))
+    elif not expression.startswith("@") or "\n" in expression:
         return expression
-    path = Path(expression[1:])
+    else:
+        path = expression[1:]
+        data = _program_bytes(path, 4 * (limit + 1))
     try:
-        with path.open(encoding="utf-8") as handle:
-            return handle.read(limit + 1)
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ValueSpecError("program_file", path=str(path), reason=reason) from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if len(data) == 4 * (limit + 1) and exc.start >= len(data) - 3:  # cut mid-character
+            return data[: exc.start].decode("utf-8")
+        reason = f"it is not UTF-8 (byte {exc.start + 1})"
+        raise ValueSpecError("program_file", path=path, reason=reason) from None
+
+
+def _program_bytes(path: str, size: int) -> bytes:
+    """At most ``size`` bytes of the regular file ``path``."""
+    import sys
+
+    from autogradcli.errors import ValueSpecError
+    from autogradcli.reads import open_regular
+
+    try:
+        with open_regular(path, sys.maxsize, f"@{path}") as handle:
+            return handle.read(size)
+    except OSError as exc:
+        raise ValueSpecError("program_file", path=path, reason=exc.strerror or exc) from None
+    except ValueSpecError as exc:
+        if exc.code != "file_unreadable":
+            raise
+        raise ValueSpecError("program_file", path=path, reason=exc.data["detail"]) from None
 
 
 def finish(result: object, json_output: bool) -> NoReturn:

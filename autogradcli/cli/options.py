@@ -247,6 +247,19 @@ SHARED: list[tuple[str, Any, Any]] = [
         ],
         str(Limits.max_entries),
     ),
+    (
+        "max_file_bytes",
+        Annotated[
+            str | None,
+            typer.Option(
+                metavar="N",
+                help="Most bytes read from a file (@FILE values, programs, check files); "
+                "default 64 per element of --max-elements.",
+                rich_help_panel=LIMITS,
+            ),
+        ],
+        None,
+    ),
     ("json_output", Annotated[bool, typer.Option("--json", help="Print one JSON object.")], False),
     (
         "latex",

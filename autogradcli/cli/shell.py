@@ -17,14 +17,14 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import typer
 from prompt_toolkit.completion import Completer as BaseCompleter
 from prompt_toolkit.completion import Completion
 
 from autogradcli.cli.lines import BOUND, COMMANDS, run, split, worst
-from autogradcli.errors import AutogradCliError, ValueSpecError
+from autogradcli.errors import AutogradCliError, LimitError, ValueSpecError
 from autogradcli.messages import CLI, error_text
 
 BINDING = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(?!=)\s*(.*?)\s*$")
@@ -85,9 +85,13 @@ class Shell:
             else:
                 self.command(split(text))
         except AutogradCliError as exc:
-            typer.echo(f"Error: {' '.join(error_text(exc, CLI).split())}", err=True)
-            self.codes.append(2)
+            self.report(exc)
         return True
+
+    def report(self, exc: AutogradCliError) -> None:
+        """A bad line: one ``Error:`` line; the script goes on and exits 2."""
+        typer.echo(f"Error: {' '.join(error_text(exc, CLI).split())}", err=True)
+        self.codes.append(2)
 
     def command(self, words: list[str]) -> None:
         words = [*words, *self.options(words)]
@@ -158,11 +162,33 @@ class Shell:
         return worst(self.codes)
 
 
+MAX_LINES = 1_000_000  # lines of one piped script
+
+
 def run_lines(lines: Iterable[str], shell: Shell | None = None) -> int:
     """A script of lines (a pipe or a file): no prompt; the worst exit code."""
     shell = shell or Shell()
     for line in lines:
         if not shell.handle(line):
+            break
+    return shell.exit_code
+
+
+def run_stream(stream: BinaryIO, shell: Shell | None = None) -> int:
+    """A script read as bytes (standard input): a line that is too long, holds a NUL byte or
+    is not UTF-8 is one ``Error:`` line and the others still run; past ``MAX_LINES`` lines
+    the script stops with an error."""
+    from autogradcli.reads import lines
+    from autogradcli.settings import Limits
+
+    shell = shell or Shell()
+    for number, line in lines(stream, Limits().line_bytes):
+        if number > MAX_LINES:
+            shell.report(LimitError("too_many_lines", limit=MAX_LINES))
+            break
+        if isinstance(line, AutogradCliError):
+            shell.report(line)
+        elif not shell.handle(line):
             break
     return shell.exit_code
 

@@ -8,18 +8,19 @@ evaluation). Element counts are checked before anything is allocated. Files load
 from __future__ import annotations
 
 import ast
+import io
 import json
 import math
-import os
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from autogradcli.errors import LimitError, ValueSpecError
+from autogradcli.reads import open_regular, read_open
 from autogradcli.settings import Limits
 
 CONSTRUCTORS = (
@@ -397,73 +398,120 @@ def read_constructor(
 
 
 def read_file(path_text: str, limits: Limits) -> np.ndarray:
-    """Load ``.npy``, ``.pt`` (``weights_only=True``), ``.csv`` or ``.json`` as float64."""
+    """Load ``.npy``, ``.pt`` (``weights_only=True``), ``.csv`` or ``.json`` as float64;
+    only a regular file, at most ``limits.file_bytes`` of it (``autogradcli.reads``)."""
     path = Path(path_text)
     suffix = path.suffix.lower()
     if suffix not in FILE_TYPES:
         raise ValueSpecError(
             "file_type", path=path_text, suffix=suffix or path.name, types=", ".join(FILE_TYPES)
         )
+    shown = f"@{path_text}"
     try:
-        if path.is_dir():
-            raise ValueSpecError("file_is_directory", path=path_text)
-        size = os.path.getsize(path)
-        if size > limits.max_elements * 64 + 4096:
-            raise LimitError("file_too_large", path=path_text, size=size, limit=limits.max_elements)
-        return _LOADERS[suffix](path, limits)
+        with open_regular(path_text, limits.file_bytes, shown) as handle:
+            return _LOADERS[suffix](handle, shown, limits)
     except OSError as exc:
         raise ValueSpecError(
-            "file_unreadable", path=path_text, detail=str(exc.strerror or exc)
+            "file_unreadable", path=shown, detail=str(exc.strerror or exc)
         ) from None
 
 
-def _load_npy(path: Path, limits: Limits) -> np.ndarray:
+def _load_npy(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
+    fmt = np.lib.format
+    try:  # the header first: a shape past the limits is refused before the data is read
+        version = fmt.read_magic(handle)
+        header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _, dtype = header(handle) if version in ((1, 0), (2, 0)) else _header3(handle)
+    except (ValueError, TypeError, OSError, SyntaxError) as exc:
+        raise ValueSpecError("npy_unreadable", path=shown[1:], detail=str(exc)) from None
+    if dtype.hasobject:
+        detail = "Object arrays cannot be loaded when allow_pickle=False"
+        raise ValueSpecError("npy_unreadable", path=shown[1:], detail=detail)
+    if dtype.kind not in "biuf":
+        raise ValueSpecError("npy_not_numeric", path=shown[1:])
+    check_elements(tuple(shape), limits)
+    handle.seek(0)
     try:
-        mapped = np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as exc:
-        raise ValueSpecError("npy_unreadable", path=str(path), detail=str(exc)) from None
-    if not isinstance(mapped, np.ndarray) or mapped.dtype.kind not in "biuf":
-        raise ValueSpecError("npy_not_numeric", path=str(path))
-    check_elements(mapped.shape, limits)
-    return np.array(mapped, dtype=np.float64)
+        array = fmt.read_array(handle, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise ValueSpecError("npy_unreadable", path=shown[1:], detail=str(exc)) from None
+    return np.array(array, dtype=np.float64)
 
 
-def _load_pt(path: Path, limits: Limits) -> np.ndarray:
+def _header3(handle: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype]:
+    return np.lib.format._read_array_header(handle, version=(3, 0))  # type: ignore[attr-defined]
+
+
+def _load_pt(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
+    import zipfile
+
     import torch
 
+    try:  # the archive's entries are measured before anything is unpacked
+        with zipfile.ZipFile(handle) as archive:
+            unpacked = sum(entry.file_size for entry in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, OSError):
+        unpacked = 0  # not an archive: torch.load says why below
+    if unpacked > limits.file_bytes:
+        raise LimitError("pt_too_large", path=shown, size=unpacked, limit=limits.file_bytes)
+    handle.seek(0)
     try:
         with warnings.catch_warnings():  # protocol notes from the safe unpickler are noise here
             warnings.simplefilter("ignore")
-            data = torch.load(path, map_location="cpu", weights_only=True)
+            data = torch.load(handle, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for foreign or malicious files
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueSpecError("pt_unreadable", path=str(path), detail=first) from None
+        raise ValueSpecError("pt_unreadable", path=shown[1:], detail=first) from None
     if not isinstance(data, torch.Tensor):
-        raise ValueSpecError("pt_not_tensor", path=str(path), kind=type(data).__name__)
+        raise ValueSpecError("pt_not_tensor", path=shown[1:], kind=type(data).__name__)
     if data.is_complex() or data.dtype == torch.bool:
-        raise ValueSpecError("pt_not_real", path=str(path), dtype=str(data.dtype))
+        raise ValueSpecError("pt_not_real", path=shown[1:], dtype=str(data.dtype))
     check_elements(tuple(data.shape), limits)
     return data.to(torch.float64, copy=True).numpy()
 
 
-def _load_csv(path: Path, limits: Limits) -> np.ndarray:
+def _load_csv(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
+    text = _text(handle, shown, limits, "csv_unreadable")
     try:
-        table = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
+        table = np.loadtxt(io.StringIO(text), delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError as exc:
-        raise ValueSpecError("csv_unreadable", path=str(path), detail=str(exc)) from None
+        raise ValueSpecError("csv_unreadable", path=shown[1:], detail=str(exc)) from None
     if table.shape[0] == 1:  # one line: a vector (one number: a scalar)
         return _as_array(table[0] if table.shape[1] > 1 else table.reshape(()), limits)
     return _as_array(table, limits)  # a one-column file stays a column, (n, 1)
 
 
-def _load_json(path: Path, limits: Limits) -> np.ndarray:
+def _load_json(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
+    text = _text(handle, shown, limits, "json_unreadable")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueSpecError("json_unreadable", path=str(path), detail=str(exc)) from None
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueSpecError("json_unreadable", path=shown[1:], detail=str(exc)) from None
+    except RecursionError:
+        raise ValueSpecError("json_too_deep", path=shown) from None
+    if _depth_past(data, 32):
+        raise ValueSpecError("json_too_deep", path=shown)
     if not _is_numeric_nest(data):
-        raise ValueSpecError("json_not_numbers", path=str(path))
+        raise ValueSpecError("json_not_numbers", path=shown[1:])
     return _as_array(data, limits)
+
+
+def _text(handle: BinaryIO, shown: str, limits: Limits, code: str) -> str:
+    data = read_open(handle, limits.file_bytes, shown)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueSpecError(code, path=shown[1:], detail=str(exc)) from None
+
+
+def _depth_past(data: Any, limit: int) -> bool:
+    """Whether lists nest more than ``limit`` deep (without recursion)."""
+    level = [data]
+    for _ in range(limit + 1):
+        level = [item for x in level if isinstance(x, list) for item in x]
+        if not level:
+            return False
+    return True
 
 
 def _is_numeric_nest(data: Any, depth: int = 0) -> bool:
@@ -472,7 +520,7 @@ def _is_numeric_nest(data: Any, depth: int = 0) -> bool:
     return isinstance(data, (int, float)) and not isinstance(data, bool)
 
 
-_LOADERS: dict[str, Callable[[Path, Limits], np.ndarray]] = {
+_LOADERS: dict[str, Callable[[BinaryIO, str, Limits], np.ndarray]] = {
     ".npy": _load_npy,
     ".pt": _load_pt,
     ".csv": _load_csv,
