@@ -4,7 +4,7 @@ reconcile → verdict → result. Each stage returns a new value; none edits ano
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -308,7 +308,10 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
     blocks = _blocks(bound, found, cross, model, values, numbers)
-    latex = {} if model is None else {n: model.derivative_latex(n) for n in bound.names}
+    latex = {}
+    if model is not None:
+        written = _written(bound, notes, "the LaTeX", lambda: _latex_of(model, bound.names))
+        latex = written or {}
     return _derivative_result(
         bound,
         session,
@@ -358,10 +361,16 @@ def run_hessian(bound: Bound) -> DerivativeResult:
         blocks,
         notes,
         model is not None,
-        latex={} if model is None else _hessian_latex(model, found),
+        latex={}
+        if model is None
+        else _written(bound, notes, "the LaTeX", lambda: _hessian_latex(model, found)) or {},
         diagnose=_diagnosis(bound, session, model),
         rerun=_float64(bound, run_hessian),
     )
+
+
+def _latex_of(model: Any, names: Iterable[str]) -> dict[str, str | None]:
+    return {n: model.derivative_latex(n) for n in names}
 
 
 def _hessian_latex(model: Any, pairs: Any) -> dict[str, str]:

@@ -77,6 +77,26 @@ def test_the_limit_holds_under_a_tracer_and_a_profiler():
         profile.disable()
 
 
+def test_code_that_swallows_the_timeout_is_stopped_all_the_same():
+    swallowed = []
+
+    def stubborn() -> str:
+        try:
+            with time_limit(0.1):
+                try:
+                    while True:
+                        pass
+                except BaseException as exc:  # as careless code might
+                    swallowed.append(type(exc).__name__)
+                while True:
+                    pass
+        except SympyTimeout as exc:
+            return exc.code
+        return "not stopped"
+
+    assert _in_thread(stubborn)[0] == "sympy_timeout" and swallowed == ["Expired"]
+
+
 def test_a_block_that_ends_in_time_leaves_nothing_behind():
     for _ in range(200):
         with time_limit(0.001):

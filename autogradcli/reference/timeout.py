@@ -40,48 +40,52 @@ def _raise_in(thread: int, exception: type[BaseException]) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(exception))
 
 
+# Past the limit the exception is raised again at this interval until the block ends: SymPy
+# code that catches everything and carries on is stopped all the same.
+AGAIN = 0.05
+
+
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     """Raise ``SympyTimeout`` in this thread after ``seconds`` (0 or inf: no limit)."""
     if seconds <= 0 or math.isinf(seconds):
         yield
         return
-    thread, finished, fired = threading.get_ident(), threading.Event(), threading.Event()
+    thread, finished, raised = threading.get_ident(), threading.Event(), threading.Event()
 
-    def expire() -> None:
-        if not finished.is_set():
-            fired.set()
+    def watch() -> None:
+        if finished.wait(seconds):
+            return
+        while not finished.is_set():
+            raised.set()
             _raise_in(thread, Expired)
+            finished.wait(AGAIN)
 
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
+    watchdog = threading.Thread(target=watch, name="autograd-cli-time-limit", daemon=True)
+    watchdog.start()
     delivered = False
     try:
         yield
     except Expired:
         delivered = True
     finally:
-        delivered = _stop(timer, finished, fired, delivered)
+        delivered = _stop(watchdog, finished, raised) or delivered
     if delivered:
         raise SympyTimeout("sympy_timeout", seconds=seconds)
 
 
-def _stop(
-    timer: threading.Timer, finished: threading.Event, fired: threading.Event, delivered: bool
-) -> bool:
-    """Stop the watchdog; if it fired and its exception has not landed yet, take it here,
-    so that it cannot land later in other code. True when it fired."""
+def _stop(watchdog: threading.Thread, finished: threading.Event, raised: threading.Event) -> bool:
+    """Stop the watchdog and take here an exception of its that has not landed yet, so that
+    it cannot land later in other code; True when one landed here."""
     try:
         finished.set()
-        timer.cancel()
-        timer.join()  # expire() has run to its end, or never will
-        if fired.is_set() and not delivered:
-            for _ in range(100_000_000):  # it lands at this loop's first bytecode check
+        watchdog.join()  # it raises nothing more
+        if raised.is_set():
+            for _ in range(10_000):  # a pending one lands at this loop's first check
                 pass
     except Expired:
         return True
-    return delivered
+    return False
 
 
 def within(seconds: float, work: Callable[[], T]) -> T:
