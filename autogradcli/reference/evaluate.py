@@ -356,7 +356,7 @@ class _Walk:
             return arith.call("log", value(node.args[0]))
         if isinstance(node, sp.Piecewise):
             return self._piecewise(node)
-        if type(node) in RELATIONS or isinstance(node, (sp.And, sp.Or, sp.Not)):
+        if type(node) in RELATIONS or isinstance(node, (sp.And, sp.Or, sp.Not, sp.Xor, sp.ITE)):
             return self.truth(node)
         if isinstance(node, SPECIAL):
             return _special(node, [value(a) for a in node.args], arith)
@@ -370,9 +370,12 @@ class _Walk:
             return np.asarray(bool(node))
         if isinstance(node, sp.Not):
             return ~self.truth(node.args[0])
-        if isinstance(node, (sp.And, sp.Or)):
-            combine = np.logical_and if isinstance(node, sp.And) else np.logical_or
-            return reduce(combine, (self.truth(a) for a in node.args))
+        if isinstance(node, (sp.And, sp.Or, sp.Xor)):
+            combine = {sp.And: np.logical_and, sp.Or: np.logical_or, sp.Xor: np.logical_xor}
+            return reduce(combine[type(node)], (self.truth(a) for a in node.args))
+        if isinstance(node, sp.ITE):  # a condition chosen by a condition (nested where)
+            test, then, otherwise = (self.truth(a) for a in node.args)
+            return np.where(test, then, otherwise)
         left, right = self.value(node.lhs), self.value(node.rhs)
         return np.asarray(RELATIONS[type(node)](left, right), dtype=bool)
 
