@@ -82,3 +82,14 @@ def test_finding_a_nested_where_in_a_condition():
     assert result.verdict == "agree"
     assert result.variables["x"].expected.tolist() == [1 / 3, 0.0, 1 / 3]  # SymPy, float64
     assert result.variables["x"].grad.tolist() == x.grad.tolist()  # autograd, float32
+
+
+def test_finding_a_term_sympy_cannot_compare():
+    """Found by the pipeline fuzzer: SymPy's Min raised ValueError ('cos(2)**0.5 is not
+    comparable') through the API; now central differences stand in, with a note."""
+    import autogradcli as ag
+
+    result = ag.grad("minimum(tanh(y), cos(2)**0.5)", {"y": 0.5})
+    assert result.expected_by == "numeric" and result.verdict == "agree"
+    assert result.notes[0].code == "no_number_fallback"
+    assert result.notes[0].data["reason_code"] == "sympy_cannot"

@@ -62,7 +62,10 @@ def exact_or_none(limits: Limits, notes: list[Note], work: Callable[[], T]) -> T
 
     why = {TooLarge: "numeric_fallback", SympyTimeout: "timeout_fallback"}
     try:
-        return within(limits.sympy_seconds, work)
+        try:
+            return within(limits.sympy_seconds, work)
+        except (ValueError, TypeError) as exc:  # SymPy cannot compare or order a term
+            raise NoClosedForm("sympy_cannot", error=str(exc)) from None
     except (TooLarge, SympyTimeout, NoClosedForm) as exc:
         code = why.get(type(exc), "no_number_fallback")
         notes.append(Note(code, {"reason_code": exc.code, "reason_data": exc.data}))
