@@ -51,6 +51,7 @@ def grad(
     same_graph: bool = False,
     retain_graph: bool = False,
     zero_grad: bool = False,
+    functional: bool = False,
     retain_grad: Iterable[str] = (),
     inspect: bool = False,
     explain: bool = False,
@@ -66,10 +67,12 @@ def grad(
     ``weights``: the external gradient of a non-scalar output (a value, ``"ones"``, or an
     input's name). ``repeat`` passes rebuild the graph each time, or run backward again on
     one graph with ``same_graph`` (``retain_graph`` keeps it alive); ``zero_grad`` clears
-    ``.grad`` between passes. ``retain_grad`` names steps (or ``"all"``) whose ``.grad`` to
-    keep; it and ``inspect`` fill ``result.tensors``. ``explain`` records the first backward
-    pass node by node. ``const`` names inputs with requires_grad=False. ``suggest`` re-runs
-    stable forms of expressions that overflow or lose precision. ``expect`` maps an input's
+    ``.grad`` between passes; ``functional`` computes each pass with ``torch.autograd.grad``
+    instead (gradients returned, ``.grad`` untouched). ``retain_grad`` names steps (or
+    ``"all"``) whose ``.grad`` to keep; it and ``inspect`` fill ``result.tensors``.
+    ``explain`` records the first backward pass node by node. ``const`` names inputs with
+    requires_grad=False. ``suggest`` re-runs stable forms of expressions that overflow or
+    lose precision. ``expect`` maps an input's
     name to the gradient the author expects (a student's answer, an exercise key): the result
     disagrees when autograd or SymPy does not match it.
 
@@ -79,13 +82,16 @@ def grad(
     (63.0, 93.0, 'agree')
     """
     chosen, given = split(settings, values, keywords)
-    plan = Passes(repeat, same_graph, retain_graph, zero_grad)
+    plan = Passes(repeat, same_graph, retain_graph, zero_grad, functional)
+    if functional and retain_grad:
+        raise VariableError("functional_combination", option="retain_grad")
     bound = bind(expression, given, chosen, weights=weights, const=const)
     if bound.program.is_cell:
         return _cell(  # type: ignore[return-value]
             bound,
             weights=weights is not None,
             repeat=repeat != 1,
+            functional=functional,
             retain_grad=bool(retain_grad),
             inspect=inspect,
             explain=explain,

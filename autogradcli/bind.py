@@ -220,9 +220,12 @@ class Passes:
     same_graph: bool = False
     retain_graph: bool = False
     zero_grad: bool = False
+    functional: bool = False  # torch.autograd.grad: gradients returned, .grad untouched
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "repeat", number("repeat", self.repeat))
+        if self.functional and self.zero_grad:
+            raise VariableError("functional_combination", option="zero_grad")
         for option, given in (("same_graph", self.same_graph), ("zero_grad", self.zero_grad)):
             if given and self.repeat < 2:
                 raise VariableError("needs_repeat", option=option)
@@ -231,12 +234,14 @@ class Passes:
 
     def times(self, index: int, kept_across_passes: bool = True) -> int:
         """What pass ``index`` multiplies a single gradient by (1 once zeroed or rebuilt)."""
-        return 1 if self.zero_grad or not kept_across_passes else index
+        return 1 if self.zero_grad or self.functional or not kept_across_passes else index
 
     @property
     def mode(self) -> str:
         if self.repeat == 1:
-            return "one pass"
+            return (
+                "one pass, torch.autograd.grad (.grad untouched)" if self.functional else "one pass"
+            )
         how = (
             "backward() again on the same graph"
             + (" (retain_graph=True)" if self.retain_graph else "")
@@ -246,6 +251,8 @@ class Passes:
         then = (
             "; .grad zeroed between passes (zero_grad)" if self.zero_grad else "; .grad accumulates"
         )
+        if self.functional:
+            then = "; torch.autograd.grad each pass: returned, .grad untouched, nothing accumulates"
         return how + then
 
 

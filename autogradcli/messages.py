@@ -68,6 +68,7 @@ def cli_option(name: str, value: str | None) -> str:
 
 BOOLEANS = frozenset(
     {"same_graph", "retain_graph", "zero_grad", "explain", "inspect", "numeric", "strict"}
+    | {"functional"}
 )
 TEXTS = frozenset({"device", "dtype", "weights"})  # the API takes these as strings
 LISTS = frozenset({"retain_grad", "const"})  # and these as lists of names
@@ -359,6 +360,9 @@ ERRORS: dict[str, str] = {
     "bad_number": "[[{name}]] takes {what}, not {value}",
     "needs_repeat": "[[{option}]] only matters when backward runs more than once; add "
     "[[repeat=2]] (or more)",
+    "functional_combination": "[[functional]] computes with torch.autograd.grad, which "
+    "returns the gradients and fills no .grad; [[{option}]] works on .grad: leave one of "
+    "them out",
     "retain_graph_alone": "[[retain_graph]] only matters when backward runs again on the "
     "same graph; add [[same_graph]] (with [[repeat=2]] or more)",
     "explain_needs_sympy": "[[explain]] needs SymPy's exact check, which is not available "
@@ -437,6 +441,7 @@ ERRORS: dict[str, str] = {
     "this one has {inputs}",
     "sympy_timeout": "SymPy took more than {seconds:g} s",
     "no_closed_form": "SymPy leaves {term} unevaluated",
+    "sympy_cannot": "SymPy cannot work with this expression: {error}",
     "unstable": "the precise reference did not settle within {bits} bits",
     "sample_mismatch": "float64 evaluation of {term} is off at {off} of {sampled} sampled elements",
 }
@@ -556,6 +561,10 @@ NOTES: dict[str, str] = {
     "are shown beside torch.autograd.functional's, and only that cross-check ran",
     "text_timeout": "SymPy took more than {seconds:g} s writing {what} ([[sympy_seconds]]); "
     "it is left out",
+    "functional": "computed with torch.autograd.grad(out, inputs, grad_outputs): it returns "
+    "the gradients and leaves every .grad as it was ({grads}), so nothing accumulates across "
+    "passes. With create_graph=True, backward() would put a gradient that holds its own graph "
+    "into .grad: a reference cycle (PyTorch warns about it); autograd.grad returns it instead",
     "order_unchecked": "{name}: not checked: central differences of order {order} are too "
     "coarse to judge autograd's value (they stand in for SymPy above order 2 only when they "
     "agree); raise [[sympy_seconds]] for SymPy's exact check",

@@ -75,6 +75,11 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     steps = steps_of(bound, plan.repeat)
     judge = Judge(session, autograd, reference, expected, numbers, plan, steps)
     variables = _variables(bound, session, judge, reference, notes)
+    if plan.functional:
+        state = ", ".join(
+            f"{n}.grad is {'None' if none else 'set'}" for n, none in autograd.untouched.items()
+        )
+        notes.append(Note("functional", {"grads": state}))
     if plan.same_graph and not plan.retain_graph and plan.repeat > 1:
         notes.append(Note("graph_not_freed", {"repeat": plan.repeat}))
     explanation = tensors = None

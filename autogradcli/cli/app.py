@@ -23,6 +23,7 @@ from autogradcli.cli.options import (
     ConstOption,
     ExpectOption,
     ExplainOption,
+    FunctionalOption,
     InspectOption,
     OrderOption,
     RepeatOption,
@@ -292,7 +293,7 @@ def _finish(result: Any, json_output: bool) -> NoReturn:
 
 # Options of `grad` that --order cannot combine with, and how to tell they were given.
 ORDER_CLASHES = ("weights", "repeat", "same_graph", "retain_graph", "zero_grad", "inspect")
-ORDER_CLASHES += ("retain_grad", "explain", "expect")
+ORDER_CLASHES += ("retain_grad", "explain", "expect", "functional")
 
 
 @app.command(cls=GradCommand, epilog=GRAD_EPILOG)
@@ -306,6 +307,7 @@ def grad(
     same_graph: SameGraphOption = False,
     retain_graph: RetainGraphOption = False,
     zero_grad: ZeroGradOption = False,
+    functional: FunctionalOption = False,
     inspect: InspectOption = False,
     retain_grad: RetainGradOption = None,
     explain: ExplainOption = False,
@@ -327,6 +329,7 @@ def grad(
         "same_graph": same_graph,
         "retain_graph": retain_graph,
         "zero_grad": zero_grad,
+        "functional": functional,
         "inspect": inspect,
         "retain_grad": bool(retain_grad),
         "explain": explain,
@@ -352,6 +355,7 @@ def grad(
             same_graph=same_graph,
             retain_graph=retain_graph,
             zero_grad=zero_grad,
+            functional=functional,
             inspect=inspect,
             retain_grad=retain_grad or [],
             explain=explain,

@@ -64,6 +64,14 @@ ZeroGradOption = Annotated[
     bool,
     typer.Option("--zero-grad", help="Set .grad to None between passes, as optimizer.zero_grad()."),
 ]
+FunctionalOption = Annotated[
+    bool,
+    typer.Option(
+        "--functional",
+        help="Compute with torch.autograd.grad instead of backward(): the gradients are "
+        "returned, .grad stays untouched and nothing accumulates.",
+    ),
+]
 InspectOption = Annotated[
     bool,
     typer.Option(

@@ -108,7 +108,8 @@ def _output_table(result: GradResult) -> Table:
 def _gradient_table(result: GradResult) -> Table:
     table = Table(title="gradients", title_justify="left", show_lines=True)
     numeric = any(v.numeric is not None for v in result.variables.values())
-    columns = ["input", "value", ".grad\n(autograd)", f"expected\n({result.expected_by})"]
+    got = "returned\n(autograd.grad)" if _functional(result) else ".grad\n(autograd)"
+    columns = ["input", "value", got, f"expected\n({result.expected_by})"]
     columns += ["numeric\n(central diff.)"] if numeric else []
     columns += ["derivative\n(SymPy)", "max abs\nerror", "check"]
     for column in columns:
@@ -178,9 +179,10 @@ def _passes_table(result: GradResult) -> Table:
     table.add_column("pass")
     names = list(result.passes[0].grads)
     for name in names:
-        table.add_column(f"{name}.grad", overflow="ellipsis")
+        table.add_column(name if _functional(result) else f"{name}.grad", overflow="ellipsis")
         table.add_column(
-            "expected (SymPy)\n" + ("single" if result.zero_grad else "pass × single"),
+            "expected (SymPy)\n"
+            + ("single" if result.zero_grad or _functional(result) else "pass × single"),
             overflow="ellipsis",
         )
     table.add_column("check")
@@ -267,3 +269,8 @@ def _verdict(result: GradResult) -> Text:
         failing += [f"Jᵀw for {v.name}" for v in result.explanation.vjp if not v.agree]
     what = ", ".join(failing) or "a pass"
     return Text(f"{MARK_OF['disagree']} autograd and {who} disagree: {what}", style="bold red")
+
+
+def _functional(result: GradResult) -> bool:
+    """The gradients came from torch.autograd.grad (--functional), not from .grad."""
+    return "torch.autograd.grad" in result.mode

@@ -189,6 +189,22 @@ def backward(
         raise TorchError(str(exc), pass_index, shape, in_cell) from None
 
 
+def functional_grad(
+    out: torch.Tensor,
+    inputs: list[torch.Tensor],
+    weights: torch.Tensor | None,
+    retain_graph: bool = False,
+    pass_index: int | None = None,
+) -> tuple[torch.Tensor, ...]:
+    """``torch.autograd.grad(out, inputs, weights, retain_graph=...)``: the gradients,
+    returned; no ``.grad`` is written."""
+    try:
+        return torch.autograd.grad(out, inputs, weights, retain_graph=retain_graph)
+    except RuntimeError as exc:
+        shape = list(out.shape) if weights is None and out.numel() != 1 else None
+        raise TorchError(str(exc), pass_index, shape, False) from None
+
+
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     """A float64 NumPy copy (works for float16/bfloat16 and for CUDA tensors). Always a
     copy: a float64 CPU tensor would otherwise share its memory, and a later backward pass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,7 @@ class Autograd:
     recorder: Any
     output: np.ndarray
     released: bool = False  # the forward values were let go (``release``)
+    untouched: dict[str, bool] = field(default_factory=dict)  # --functional: .grad is None
 
     def release(self) -> None:
         """Let the forward pass's values go (each operation's tensor: 40 MB apiece at 10^7
@@ -125,18 +126,26 @@ def run_passes(
                 recorder = attach(trace.out)
         again = index if index > 1 and plan.same_graph else None
         try:
-            build.backward(trace.out, session.weights(), plan.retain_graph, again)
+            if plan.functional:
+                leaves = [session.leaves[n] for n in names]
+                got = build.functional_grad(
+                    trace.out, leaves, session.weights(), plan.retain_graph, again
+                )
+                snapshots.append({n: to_numpy(g) for n, g in zip(names, got, strict=True)})
+            else:
+                build.backward(trace.out, session.weights(), plan.retain_graph, again)
+                snapshots.append({n: to_numpy(session.leaves[n].grad) for n in names})
         finally:
             if recorder is not None:
                 recorder.remove()
-        snapshots.append({n: to_numpy(session.leaves[n].grad) for n in names})
         if plan.zero_grad and index < plan.repeat:
             for leaf in session.leaves.values():
                 leaf.grad = None  # what optimizer.zero_grad() does (set_to_none=True)
             for name in retained:
                 tensor_of(trace, name).grad = None
     assert trace is not None and first is not None
-    return Autograd(snapshots, trace, first, recorder, to_numpy(trace.out))
+    untouched = {n: session.leaves[n].grad is None for n in names} if plan.functional else {}
+    return Autograd(snapshots, trace, first, recorder, to_numpy(trace.out), untouched=untouched)
 
 
 def tensor_of(trace: Trace, name: str) -> torch.Tensor:
