@@ -40,9 +40,9 @@ def _raise_in(thread: int, exception: type[BaseException]) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(exception))
 
 
-# Past the limit the exception is raised again at this interval until the block ends: SymPy
-# code that catches everything and carries on is stopped all the same.
-AGAIN = 0.05
+# Past the limit, while the exception has not been caught here (code inside the block may
+# swallow it: a bare except, a gc callback), it is raised again at this interval.
+AGAIN = 0.25
 
 
 @contextmanager
@@ -51,41 +51,40 @@ def time_limit(seconds: float) -> Iterator[None]:
     if seconds <= 0 or math.isinf(seconds):
         yield
         return
-    thread, finished, raised = threading.get_ident(), threading.Event(), threading.Event()
+    thread, entered, done = threading.get_ident(), threading.Event(), threading.Event()
+    count = {"raised": 0, "caught": 0}  # plain stores: no bytecode check between them
 
     def watch() -> None:
-        if finished.wait(seconds):
+        entered.wait()  # the clock starts inside the try below, where the exception is caught
+        if done.wait(seconds):
             return
-        while not finished.is_set():
-            raised.set()
+        while not done.is_set() and not count["caught"]:
+            count["raised"] += 1
             _raise_in(thread, Expired)
-            finished.wait(AGAIN)
+            done.wait(AGAIN)
 
     watchdog = threading.Thread(target=watch, name="autograd-cli-time-limit", daemon=True)
     watchdog.start()
-    delivered = False
     try:
+        entered.set()
         yield
     except Expired:
-        delivered = True
+        count["caught"] += 1
     finally:
-        delivered = _stop(watchdog, finished, raised) or delivered
-    if delivered:
+        try:
+            done.set()
+            watchdog.join()  # it raises nothing more
+            if count["raised"] > count["caught"]:
+                for _ in range(10_000):  # one still pending lands at the first check: a
+                    _check()  # function's entry is checked even in a traced thread
+        except Expired:
+            count["caught"] += 1
+    if count["caught"]:
         raise SympyTimeout("sympy_timeout", seconds=seconds)
 
 
-def _stop(watchdog: threading.Thread, finished: threading.Event, raised: threading.Event) -> bool:
-    """Stop the watchdog and take here an exception of its that has not landed yet, so that
-    it cannot land later in other code; True when one landed here."""
-    try:
-        finished.set()
-        watchdog.join()  # it raises nothing more
-        if raised.is_set():
-            for _ in range(10_000):  # a pending one lands at this loop's first check
-                pass
-    except Expired:
-        return True
-    return False
+def _check() -> None:
+    """Nothing: calling it gives a pending exception its bytecode check."""
 
 
 def within(seconds: float, work: Callable[[], T]) -> T:
