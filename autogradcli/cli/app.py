@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from autogradcli import __version__
-from autogradcli.cli.edge import errors, finish, program_text, report_error
+from autogradcli.cli.edge import errors, finish, program_text, report_error, unreadable_as
 from autogradcli.cli.lines import BOUND
 from autogradcli.cli.options import (
     ConstOption,
@@ -659,15 +659,8 @@ def _cases_text(file: str) -> list[Any]:
     limits = Limits()
     if file == "-":
         return read_cases(sys.stdin.buffer, limits, "-")
-    try:
-        with open_regular(file, limits.file_bytes) as handle:
-            return read_cases(handle, limits, file)
-    except OSError as exc:
-        raise ValueSpecError("check_file", path=file, reason=exc.strerror or exc) from None
-    except ValueSpecError as exc:
-        if exc.code != "file_unreadable":
-            raise
-        raise ValueSpecError("check_file", path=file, reason=exc.data["detail"]) from None
+    with unreadable_as("check_file", file), open_regular(file, limits.file_bytes) as handle:
+        return read_cases(handle, limits, file)
 
 
 def _show_graph(

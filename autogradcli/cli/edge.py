@@ -102,18 +102,26 @@ def _program_bytes(path: str, size: int) -> bytes:
     """At most ``size`` bytes of the regular file ``path``."""
     import sys
 
-    from autogradcli.errors import ValueSpecError
     from autogradcli.reads import open_regular
 
+    with unreadable_as("program_file", path), open_regular(path, sys.maxsize, f"@{path}") as f:
+        return f.read(size)
+
+
+@contextmanager
+def unreadable_as(code: str, path: str) -> Iterator[None]:
+    """A file that cannot be opened or read is the error ``code`` (with its path and the
+    system's reason); the reader's other errors (not regular, too large) pass as they are."""
+    from autogradcli.errors import ValueSpecError
+
     try:
-        with open_regular(path, sys.maxsize, f"@{path}") as handle:
-            return handle.read(size)
+        yield
     except OSError as exc:
-        raise ValueSpecError("program_file", path=path, reason=exc.strerror or exc) from None
+        raise ValueSpecError(code, path=path, reason=exc.strerror or exc) from None
     except ValueSpecError as exc:
         if exc.code != "file_unreadable":
             raise
-        raise ValueSpecError("program_file", path=path, reason=exc.data["detail"]) from None
+        raise ValueSpecError(code, path=path, reason=exc.data["detail"]) from None
 
 
 def finish(result: object, json_output: bool) -> NoReturn:
