@@ -201,10 +201,15 @@ def _weights(
 
 
 def named_tensors(program: Expression) -> list[tuple[str, str, Node | None]]:
-    """(name, kind, node) of every named tensor: inputs, steps, then the output."""
+    """(name, kind, node) of every named tensor: inputs, steps, then the output. A step
+    a later line changes in place (``y`` before ``y.add_(1)``) is that line's tensor, not one
+    of its own, and is left out."""
     named: list[tuple[str, str, Node | None]] = [(n, "input", None) for n in program.variables]
+    changed = {s.in_place.target for s in program.steps if s.in_place is not None}
     named += [
-        (s.name, "output" if s.name == program.output else "step", s.node) for s in program.steps
+        (s.name, "output" if s.name == program.output else "step", s.node)
+        for s in program.steps
+        if s.name not in changed
     ]
     if program.step(program.output) is None:
         named.append((program.output, "output", program.root))

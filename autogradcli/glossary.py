@@ -88,6 +88,33 @@ GLOSSARY: tuple[Entry, ...] = (
         in_cell="write 'with torch.no_grad():' for that block, or clone what it made after "
         "it (z = z.clone())",
     ),
+    Entry(
+        key="in_place_saved",
+        prefix="one of the variables needed for gradient computation has been modified by an "
+        "inplace operation",
+        title="a tensor saved for backward, then changed in place",
+        why="an operation saved a tensor for its derivative (exp saves its result, a product "
+        "its factors; autograd-cli graph --saved lists them) with the tensor's version "
+        "counter; every in-place operation (y.add_(1), y += 1) adds 1 to it, and backward() "
+        "refuses a saved tensor whose version moved, since its values are no longer the ones "
+        "the derivative needs",
+        fix="write the change as a new tensor (y = y + 1 instead of y.add_(1) or y += 1), or "
+        "change a copy (y = y.clone(), then y.add_(1))",
+        in_cell="write the change as a new tensor (y = y + 1 instead of y.add_(1) or y += 1), "
+        "or change a copy (y = y.clone() on the line before)",
+    ),
+    Entry(
+        key="in_place_leaf",
+        prefix="a leaf Variable that requires grad is being used in an in-place operation",
+        title="a leaf that requires grad changed in place",
+        why="a leaf with requires_grad=True is what .grad is computed for; changing it in "
+        "place would lose the value the graph starts from, so PyTorch refuses outside "
+        "torch.no_grad() (an optimizer's update runs under no_grad)",
+        fix="compute a new tensor (y = x + 1) and use it, or give the leaf its new value "
+        "when it is made",
+        in_cell="compute a new tensor (y = x + 1) and use it, or give the leaf its new value "
+        "where it is made (x = torch.tensor(...))",
+    ),
 )
 BY_KEY = {e.key: e for e in GLOSSARY}
 

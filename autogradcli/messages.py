@@ -230,15 +230,25 @@ ERRORS: dict[str, str] = {
     "cell_option": "[[{option}]] does not apply to a cell that calls backward() or print(...) "
     "itself: its own lines say what runs (backward(gradient=..., retain_graph=True), "
     "x.grad.zero_(), print(x.grad))",
-    "in_place_leaf": "'{text}' changes the leaf {name} in place, and PyTorch refuses that for "
-    "a leaf that requires grad (a leaf Variable that requires grad is being used in an "
-    "in-place operation); write {name}2 = {name} + ... with a new name",
     "in_place_leaf_no_grad": "'{text}' changes the leaf {name} in place under a "
     "no_grad/inference_mode block, which PyTorch allows (an optimizer's step), but a program "
     "here does not change a leaf in place yet; write the update as a new tensor with a new "
     "name, e.g. {name}2 = {name} - ...",
-    "in_place": "'{text}' changes a tensor in place; the in-place operation a cell may use "
-    "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
+    "in_place_no_grad": "'{text}' changes {name} in place under a no_grad/inference_mode "
+    "block: PyTorch keeps {name}'s graph and would send gradients through the old operation, "
+    "which a program here does not follow; write the change outside the block, or as a new "
+    "tensor, e.g. {name}2 = {name} + ...",
+    "in_place": "'{text}' changes a tensor in place inside an expression; write the in-place "
+    "call as a line of its own (y.exp_()), or compute a new tensor (z = y.exp())",
+    "in_place_target": "'{text}': an in-place call here changes a named tensor (y.add_(1)); the "
+    "one on a .grad a cell may use is x.grad.zero_()",
+    "in_place_unknown": "'{text}': .{method}() is not an in-place operation autograd-cli "
+    "follows; it follows the elementwise ones (y.add_(1), y.mul_(2), y.exp_(), y.clamp_(min=0), "
+    "...) and y += ..., y -= ..., y *= ..., y /= ...; compute a new tensor instead",
+    "in_place_alias": "'{text}' changes {name} in place, and {other} shares its memory (the "
+    "same tensor, a view or a detach()), so PyTorch changes {other} too; autograd-cli follows "
+    "each name as a value of its own; write {name} = {name}.clone() first, or compute a new "
+    "tensor",
     "print_format": "'{text}': print names and expressions, without formatting, e.g. print(x.grad)",
     "manual_seed": "'{text}': torch.manual_seed takes one whole number, e.g. torch.manual_seed(0)",
     "with_not_allowed": "'{text}' is not allowed; the blocks a cell may use are 'with "
@@ -499,11 +509,54 @@ def torch_text(data: Mapping[str, Any], style: Style = PYTHON) -> str:
         context += f"the output has shape {data['shape']}: "
     text = data["torch_message"]
     entry = BY_KEY.get(data.get("entry") or "")
+    which = in_place_text(text, data.get("changes") or [])
     if entry is None:
-        return f"{context}PyTorch: {text}"
+        return f"{context}PyTorch: {text}{which}"
     stop = "" if text.endswith(".") else "."
     fix = entry.in_cell if data.get("in_cell") and entry.in_cell else spell(entry.fix, style)
-    return f"{context}PyTorch: {text}{stop} Why: {entry.why}. Fix: {fix}."
+    return f"{context}PyTorch: {text}{stop}{which} Why: {entry.why}. Fix: {fix}."
+
+
+_VERSION = re.compile(
+    r"(?:which is output \d+ of (\w+), )?is at version (\d+); expected version (\d+)"
+)
+
+
+def _short(grad_fn: str | None) -> str | None:
+    """``Exp`` for ``ExpBackward0``: how PyTorch's in-place message names a node."""
+    return None if grad_fn is None else re.sub(r"Backward\d*$", "", grad_fn)
+
+
+def in_place_text(message: str, changes: list[Mapping[str, Any]]) -> str:
+    """Which tensor PyTorch's in-place error is about, with its version counter before and
+    after the line that changed it (from the in-place lines run before it)."""
+    if not changes:
+        return ""
+    found = _VERSION.search(message)
+    if found is not None:
+        made_by, now, saved = found.group(1), int(found.group(2)), int(found.group(3))
+        for change in reversed(changes):
+            origin = change["made_by"]
+            names = {_short(origin), _short(change["made_by_after"] or origin)}
+            if made_by in names and change["version_after"] == now:
+                what = "a leaf" if origin is None else f"the output of {origin}"
+                return (
+                    f" Which tensor: {change['name']} ({what}), saved for backward at version "
+                    f"{saved}; '{change['line']}' changed it in place from version "
+                    f"{change['version_before']} to {change['version_after']}."
+                )
+    last = changes[-1]
+    if last["version_before"] == last["version_after"]:
+        return (
+            f" Which tensor: {last['name']}, at version {last['version_before']} before and "
+            f"after '{last['line']}' (PyTorch refused before changing it)."
+        )
+    done = "; ".join(
+        f"'{c['line']}' changed {c['name']} from version {c['version_before']} to "
+        f"{c['version_after']}"
+        for c in changes
+    )
+    return f" In place before this: {done}."
 
 
 GRAD_NONE = {

@@ -855,6 +855,8 @@ class CellResult(Judged):
                 "code": self.error.code,
                 "message": error_text(self.error, style),
             }
+            if self.error.data.get("changes"):
+                error["in_place"] = self.error.data["changes"]
         return strict(
             {
                 "schema_version": SCHEMA_VERSION,

@@ -382,6 +382,20 @@ graph = {
         ],
     ),
 }
+in_place = {
+    "type": "array",
+    "description": "the in-place lines PyTorch ran before the error, with version counters",
+    "items": obj(
+        {
+            "name": {"type": "string"},
+            "line": {"type": "string"},
+            "version_before": {"type": "integer", "minimum": 0},
+            "version_after": {"type": "integer", "minimum": 0},
+            "made_by": {"type": ["string", "null"]},
+            "made_by_after": {"type": ["string", "null"]},
+        }
+    ),
+}
 error = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://autograd-cli/schema/error.schema.json",
@@ -407,7 +421,9 @@ error = {
                     },
                     "code": {"type": "string", "pattern": "^[a-z_]+$"},
                     "message": {"type": "string", "minLength": 1},
-                }
+                    "in_place": in_place,
+                },
+                required=["type", "code", "message"],
             ),
         }
     ),
@@ -467,7 +483,9 @@ cell = {
                             "type": {"type": "string"},
                             "code": {"type": "string", "pattern": "^[a-z_]+$"},
                             "message": {"type": "string", "minLength": 1},
-                        }
+                            "in_place": in_place,
+                        },
+                        required=["type", "code", "message"],
                     ),
                 ]
             },

@@ -95,10 +95,12 @@ def test_unparse_round_trips(text):
         ("x.cuda()", ".cuda() is not part of the maths the tool checks; choose the device with"),
         ("x.size(0)", ".size() is not part of the maths the tool checks; print(x.shape) shows"),
         (
-            "x.exp_()",
-            "'x.exp_()' changes a tensor in place; the in-place operation a cell may use is "
-            "x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()",
+            "y = x.exp_()",
+            "'x.exp_()' changes a tensor in place inside an expression; write the in-place call "
+            "as a line of its own (y.exp_()), or compute a new tensor (z = y.exp())",
         ),
+        ("x.t_()", "'x.t_()': .t_() is not an in-place operation autograd-cli follows"),
+        ("x.grad.mul_(0)", "'x.grad.mul_(0)': an in-place call here changes a named tensor"),
         ("torch.relu_(x)", "'torch.relu_(x)' changes a tensor in place"),
         (
             "import os",

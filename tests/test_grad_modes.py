@@ -210,7 +210,10 @@ def test_an_in_place_leaf_update_under_no_grad_is_not_said_to_be_refused_by_pyto
     message = run.json()["error"]["message"]
     assert "which PyTorch allows" in message and "PyTorch refuses" not in message
     refused = cli("grad", code.split("\nwith")[0] + "\nx -= 1", "--json").json()
-    assert "PyTorch refuses" in refused["error"]["message"]
+    assert refused["stopped"]["message"].startswith(
+        "'x -= 1': PyTorch: a leaf Variable that requires grad is being used in an in-place "
+        "operation. Which tensor: x, at version 0 before and after 'x -= 1'"
+    )
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,16 @@ def inference_saved() -> None:
     (x**2 * z).sum()
 
 
+def in_place_saved() -> None:
+    y = torch.tensor([1.0, 2.0], requires_grad=True).exp()
+    y.add_(1)
+    y.sum().backward()
+
+
+def in_place_leaf() -> None:
+    torch.tensor(1.0, requires_grad=True).add_(1)
+
+
 TRIGGERS = [
     second_backward,
     non_scalar,
@@ -99,6 +109,8 @@ TRIGGERS = [
     wrong_weights,
     non_leaf_grad,
     inference_saved,
+    in_place_saved,
+    in_place_leaf,
 ]
 
 

@@ -117,10 +117,17 @@ def test_last_assignment_names_the_output():
             "attribute_not_allowed",
         ),
         (
-            "x.exp_(); x",
-            "Error: 'x.exp_()' changes a tensor in place; the in-place operation a cell may use "
-            "is x.grad.zero_(); compute a new tensor instead, e.g. y = x.exp() for x.exp_()\n",
+            "y = x.exp_(); y",
+            "Error: 'x.exp_()' changes a tensor in place inside an expression; write the in-place "
+            "call as a line of its own (y.exp_()), or compute a new tensor (z = y.exp())\n",
             "in_place",
+        ),
+        (
+            "y = x * 1; y.fill_(2); y",
+            "Error: 'y.fill_(2)': .fill_() is not an in-place operation autograd-cli follows; it "
+            "follows the elementwise ones (y.add_(1), y.mul_(2), y.exp_(), y.clamp_(min=0), ...) "
+            "and y += ..., y -= ..., y *= ..., y /= ...; compute a new tensor instead\n",
+            "in_place_unknown",
         ),
         (
             "print(x)",

@@ -117,7 +117,7 @@ def rewrite(expression: Expression) -> tuple[str, list[tuple[str, str]]]:
     """The expression's text with every known unstable pattern in its stable form, and the
     (pattern, replacement) pairs; no pairs when nothing matched."""
     done: list[tuple[str, str]] = []
-    steps = tuple(Step(s.name, _rewrite(s.node, done)) for s in expression.steps)
+    steps = tuple(Step(s.name, _rewrite(s.node, done), s.in_place) for s in expression.steps)
     root = _rewrite(expression.root, done)
     return text_of(replace(expression, steps=steps, root=root)), done
 

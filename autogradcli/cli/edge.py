@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
@@ -21,16 +21,18 @@ from autogradcli.render.json import error_document
 USAGE_EXIT = 2
 
 
-def report_error(message: str, kind: str, code: str, json_output: bool) -> None:
+def report_error(
+    message: str, kind: str, code: str, json_output: bool, in_place: Any = None
+) -> None:
     """``Error: ...`` on stderr; with ``--json`` also ``{"error": ...}`` on stdout."""
     message = " ".join(message.split())
     if json_output:
-        typer.echo(error_document(kind, code, message))
+        typer.echo(error_document(kind, code, message, in_place))
     typer.echo(f"Error: {message}", err=True)
 
 
-def fail(message: str, kind: str, code: str, json_output: bool) -> NoReturn:
-    report_error(message, kind, code, json_output)
+def fail(message: str, kind: str, code: str, json_output: bool, in_place: Any = None) -> NoReturn:
+    report_error(message, kind, code, json_output, in_place)
     raise typer.Exit(USAGE_EXIT)
 
 
@@ -43,7 +45,7 @@ def errors(ctx: typer.Context | None, json_output: bool) -> Iterator[None]:
         message = error_text(exc, CLI) + _suggest_option(exc.name, ctx)
         fail(message, exc.kind, exc.code, json_output)
     except AutogradCliError as exc:
-        fail(error_text(exc, CLI), exc.kind, exc.code, json_output)
+        fail(error_text(exc, CLI), exc.kind, exc.code, json_output, exc.data.get("changes"))
     except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
         # A failure inside PyTorch, SymPy or NumPy on input the checks let through.
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

@@ -90,7 +90,7 @@ CONSTRUCTORS = frozenset(
     }
 )
 # Attributes a print(...) may read; they are not part of the computation.
-READABLE = ("grad", "requires_grad", "is_leaf", "grad_fn", "shape")
+READABLE = ("grad", "requires_grad", "is_leaf", "grad_fn", "shape", "_version")
 # Tensor methods that are not maths, and what to write instead.
 OUTSIDE: dict[str, str] = {
     "cuda": "choose the device with --device cuda (device= in the API)",

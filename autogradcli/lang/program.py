@@ -25,6 +25,7 @@ from autogradcli.lang.tree import (
     Binary,
     Call,
     Expression,
+    InPlace,
     Leaf,
     Name,
     Node,
@@ -40,6 +41,8 @@ from autogradcli.lang.vocabulary import BARE, CONSTANTS
 from autogradcli.settings import Limits
 
 AUGMENTED = BINARY_OPS  # y += x is y = y + x
+# y += x on a tensor changes it in place, as Python does (Tensor.__iadd__); @= makes a new one
+IN_PLACE_OPERATORS = {"+": "add_", "-": "sub_", "*": "mul_", "/": "div_", "**": "pow_"}
 # import lines a cell may have, as (module, name it is bound to): nothing is imported.
 IMPORTS: dict[tuple[str, str], str] = {
     ("torch", "torch"): "torch",
@@ -57,6 +60,8 @@ GRAD_MODES: dict[str, str] = {
     "torch.no_grad": "no_grad",
     "torch.inference_mode": "inference_mode",
 }
+# elementwise methods whose trailing-underscore form PyTorch does not have
+NO_IN_PLACE = frozenset({"maximum", "minimum", "clone", "matmul"})
 _STATEMENTS: dict[type, str] = {
     ast.AnnAssign: "annotated assignments",
     ast.FunctionDef: "function definitions",
@@ -174,7 +179,7 @@ class _Builder:
         elif isinstance(stmt, ast.AugAssign):
             self.augmented(stmt, no_grad)
         elif isinstance(stmt, ast.Expr):
-            self.bare(stmt, last)
+            self.bare(stmt, last, no_grad)
         elif isinstance(stmt, ast.With):
             self.with_block(stmt)
         elif isinstance(stmt, ast.Pass):
@@ -223,26 +228,69 @@ class _Builder:
         self.add_step(written, Call(no_grad, (node,)) if no_grad else node)
         return None
 
-    def add_step(self, written: str, node: Node) -> None:
+    def add_step(self, written: str, node: Node, in_place: InPlace | None = None) -> None:
         name = self.fresh(written)
-        step = Step(name, node)
+        step = Step(name, node, in_place)
         self.steps.append(step)
         self.statements.append(step)
         self.current[written] = name
 
     def augmented(self, stmt: ast.AugAssign, no_grad: str) -> None:
+        """``y += e``: in place on a tensor (as Python runs it), else ``y = y + e``."""
         if not isinstance(stmt.target, ast.Name) or type(stmt.op) not in AUGMENTED:
             raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
         written = stmt.target.id
-        leaf = self.leaves.get(self.current.get(written, ""))
-        if (leaf is not None and leaf.requires_grad) or (
-            written not in self.current and written not in CONSTANTS
-        ):
-            code = "in_place_leaf_no_grad" if no_grad and leaf is not None else "in_place_leaf"
-            raise ExpressionError(code, text=_text(stmt), name=written)
-        old = self.expression(ast.Name(written))
-        node = Binary(AUGMENTED[type(stmt.op)], old, self.expression(stmt.value))
+        op = AUGMENTED[type(stmt.op)]
+        method = IN_PLACE_OPERATORS.get(op)
+        in_place = method is not None and self.is_tensor(written)
+        if in_place:
+            self.allow_in_place(written, _text(stmt), no_grad)
+        node = Binary(op, self.expression(ast.Name(written)), self.expression(stmt.value))
+        if method is not None and in_place:
+            return self.in_place_step(written, node, method, _text(stmt), no_grad)
         self.add_step(written, Call(no_grad, (node,)) if no_grad else node)
+        return None
+
+    def is_tensor(self, written: str) -> bool:
+        """Whether ``written`` holds a tensor (an input, a value the program defines, or a
+        step computed from one) rather than a Python number."""
+        name = self.current.get(written)
+        if name is None:
+            return written not in CONSTANTS
+        if name in self.leaves:
+            return True
+        step = next(s for s in self.steps if s.name == name)
+        return any(n not in CONSTANTS for n in walk_names(step.node))
+
+    def in_place_call(self, node: ast.Call, stmt: ast.Expr, no_grad: str) -> None:
+        """``y.add_(1)``, ``y.exp_()``, ``y.clamp_(min=0)``: an elementwise method, in place."""
+        from autogradcli.lang.vocabulary import SPELLINGS
+
+        assert isinstance(node.func, ast.Attribute)
+        owner, method, text = node.func.value, node.func.attr, self.written(stmt)
+        if not isinstance(owner, ast.Name):
+            raise ExpressionError("in_place_target", text=text)
+        op = SPELLINGS.get(f"Tensor.{method[:-1]}")
+        if op is None or not op.elementwise or op.name in NO_IN_PLACE:
+            raise ExpressionError("in_place_unknown", text=text, method=method)
+        self.allow_in_place(owner.id, text, no_grad)
+        plain = ast.Call(ast.Attribute(owner, method[:-1], ast.Load()), node.args, node.keywords)
+        self.in_place_step(owner.id, self.expression(plain), method, text, no_grad)
+
+    def allow_in_place(self, written: str, text: str, no_grad: str) -> None:
+        """Under a no_grad block only a constant may change in place here."""
+        leaf = self.leaves.get(self.current.get(written, written))
+        if no_grad and (leaf is None or leaf.requires_grad):
+            given = written not in self.current  # an input from outside: a leaf
+            code = "in_place_leaf_no_grad" if leaf is not None or given else "in_place_no_grad"
+            raise ExpressionError(code, text=text, name=written)
+
+    def in_place_step(self, written: str, node: Node, method: str, text: str, no_grad: str) -> None:
+        name = self.current.get(written, written)
+        live = [b for w, b in self.current.items() if w != written]
+        live += [n for n in self.free if n != written and n not in self.current]
+        wrapped = Call(no_grad, (node,)) if no_grad else node
+        self.add_step(written, wrapped, InPlace(method, name, text, tuple(live)))
 
     def set_attribute(self, target: ast.Attribute, stmt: ast.Assign) -> None:
         """``x.grad = None`` and ``x.requires_grad = True``."""
@@ -277,7 +325,7 @@ class _Builder:
         self.leaves[leaf.name] = Leaf(leaf.name, leaf.source, flag)
         self.statements = [self.leaves[leaf.name] if s is leaf else s for s in self.statements]
 
-    def bare(self, stmt: ast.Expr, last: bool) -> None:
+    def bare(self, stmt: ast.Expr, last: bool, no_grad: str = "") -> None:
         value = stmt.value
         if isinstance(value, ast.Call):
             method = value.func.attr if isinstance(value.func, ast.Attribute) else None
@@ -288,6 +336,8 @@ class _Builder:
                 return self.zero(value, stmt)
             if method == "requires_grad_" and path is None:
                 return self.requires_grad_call(value, stmt)
+            if method and method.endswith("_") and not method.startswith("_") and path is None:
+                return self.in_place_call(value, stmt, no_grad)
             if isinstance(value.func, ast.Name) and value.func.id == "print":
                 return self.show(value.args, value.keywords, stmt)
             if path == "torch.manual_seed":
@@ -442,6 +492,8 @@ class _Builder:
         used = {n for step in self.steps for n in walk_names(step.node)}
         used |= set(walk_names(self.root)) if self.root is not None else set()
         for step in self.steps:
+            if step.in_place is not None:  # it changes a tensor: not a value left unused
+                continue
             if step.name not in used and not (
                 isinstance(self.root, Name) and self.root.id == step.name
             ):

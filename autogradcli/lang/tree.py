@@ -131,11 +131,26 @@ PY_UNARY: dict[str, Callable[[object], object]] = {"-": operator.neg, "+": opera
 
 
 @dataclass(frozen=True)
+class InPlace:
+    """How a step changes a tensor in place (``y.add_(1)``, ``y += 1``): PyTorch's
+    ``method`` on the tensor of step or leaf ``target``; ``live`` are the other names bound
+    at that line (none may share the tensor's memory); ``text`` is the line as written."""
+
+    method: str
+    target: str
+    text: str
+    live: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Step:
-    """One assignment of a program: ``name = node``."""
+    """One assignment of a program: ``name = node``. With ``in_place`` the torch side
+    changes ``in_place.target``'s tensor by PyTorch's in-place method (the version counter
+    moves) while ``node`` is the same value written out of place, for the reference."""
 
     name: str
     node: Node
+    in_place: InPlace | None = None
 
 
 @dataclass(frozen=True)
@@ -353,7 +368,7 @@ class Rebuild(Fold[Node]):
 
     def program(self, expression: Expression, **changes: object) -> Expression:
         """The whole program rebuilt: every step and the output."""
-        steps = tuple(Step(s.name, self.visit(s.node)) for s in expression.steps)
+        steps = tuple(Step(s.name, self.visit(s.node), s.in_place) for s in expression.steps)
         fields = {
             "text": expression.text,
             "root": self.visit(expression.root),

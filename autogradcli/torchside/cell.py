@@ -1,7 +1,7 @@
 """Stage 3 for a notebook cell: its lines run in order on one set of leaves, as Python
-would run them. The steps are computed once (nothing in a cell changes a tensor in place,
-so computing them up front builds the same graph); each ``backward()`` accumulates into
-``.grad``, resets clear it, and each ``print(...)`` reads the values of that moment."""
+would run them. Each step is computed at its line (an in-place one changes its tensor
+there, and its version counter moves); each ``backward()`` accumulates into ``.grad``,
+resets clear it, and each ``print(...)`` reads the values of that moment."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 
 from autogradcli.bind import Bound
 from autogradcli.errors import AutogradCliError, ComputationError, TorchError, VariableError
-from autogradcli.lang.tree import Backward, Name, Node, Reset, Show, walk_names
+from autogradcli.lang.tree import Backward, Name, Node, Reset, Show, Statement, Step, walk_names
 from autogradcli.torchside import build
 from autogradcli.torchside.build import to_numpy
 from autogradcli.torchside.devices import resolve_dtype
@@ -45,48 +45,70 @@ class CellRun:
 
 
 def run_cell(bound: Bound) -> CellRun:
-    """Run the cell's backward(), reset and print lines in order."""
+    """Run the cell's steps, backward(), reset and print lines in order."""
     session = start(bound)
     dtype = resolve_dtype(bound.settings.dtype)
     leaves = session.leaves
-    try:
-        trace = build.forward(bound.program, leaves, dtype, session.device)
-    except ComputationError as error:  # PyTorch refused a step (an inference tensor saved)
-        if isinstance(error, TorchError):  # its fix written as lines of a cell
-            error = TorchError(error.torch_message, in_cell=True)
-        return CellRun([], str(session.device), session.seen, error)
+    stepper = build.Stepper(bound.program, leaves, dtype, session.device)
 
     def value(node: Node, extra: dict[str, Any] | None = None) -> Any:
-        return build.evaluate(node, {**leaves, **(extra or {})}, trace.steps, dtype, session.device)
+        env = {**leaves, **(extra or {})}
+        return build.evaluate(node, env, stepper.steps, dtype, session.device)
 
     events: list[TorchEvent] = []
     run = CellRun(events, str(session.device), session.seen)
     for statement in bound.program.statements:
         try:
-            if isinstance(statement, Backward):
-                target = value(statement.target)
-                gradient = None if statement.gradient is None else value(statement.gradient)
-                build.backward(target, gradient, statement.retain_graph, in_cell=True)
-                events.append(
-                    TorchEvent(
-                        statement,
-                        _grads(bound, leaves),
-                        to_numpy(target),
-                        None if gradient is None else to_numpy(gradient),
-                    )
-                )
+            if isinstance(statement, Step):
+                stepper.step(statement)
+            elif isinstance(statement, Backward):
+                events.append(_backward(statement, value, bound, leaves, stepper.changes))
             elif isinstance(statement, Reset):
                 _reset(leaves[statement.name], statement)
                 events.append(TorchEvent(statement, _grads(bound, leaves)))
             elif isinstance(statement, Show):
-                shown = [_read(item, bound, leaves, trace.steps, value) for item in statement.items]
+                shown = [_read(item, leaves, stepper.steps, value) for item in statement.items]
                 events.append(TorchEvent(statement, _grads(bound, leaves), shown=shown))
         except AutogradCliError as error:
-            if isinstance(error, TorchError | ComputationError):
-                error.data.setdefault("line", statement.text)
-            run.error = error
+            run.error = _at_line(error, statement)
             break
     return run
+
+
+def _backward(
+    statement: Backward,
+    value: Any,
+    bound: Bound,
+    leaves: dict[str, torch.Tensor],
+    changes: list[build.Change],
+) -> TorchEvent:
+    target = value(statement.target)
+    gradient = None if statement.gradient is None else value(statement.gradient)
+    try:
+        build.backward(target, gradient, statement.retain_graph, in_cell=True)
+    except TorchError as error:
+        raise build.with_changes(error, changes) from None
+    return TorchEvent(
+        statement,
+        _grads(bound, leaves),
+        to_numpy(target),
+        None if gradient is None else to_numpy(gradient),
+    )
+
+
+def _at_line(error: AutogradCliError, statement: Statement) -> AutogradCliError:
+    """PyTorch's refusal with its fix written as lines of a cell, and the line it was."""
+    if isinstance(error, TorchError) and not error.data.get("in_cell"):
+        changes = error.data.get("changes")
+        error = TorchError(error.torch_message, in_cell=True)
+        if changes:
+            error.data["changes"] = changes
+    if isinstance(error, TorchError | ComputationError):
+        line = statement.in_place.text if isinstance(statement, Step) and statement.in_place else ""
+        text = getattr(statement, "text", "") or line
+        if text:
+            error.data.setdefault("line", text)
+    return error
 
 
 def _grads(bound: Bound, leaves: dict[str, torch.Tensor]) -> Grads:
@@ -110,7 +132,6 @@ ATTRIBUTE = "."
 
 def _read(
     item: Node | str,
-    bound: Bound,
     leaves: dict[str, torch.Tensor],
     steps: dict[str, torch.Tensor],
     value: Any,
@@ -130,6 +151,8 @@ def _read(
             return list(tensor.shape)
         if attr == "grad_fn":
             return None if tensor.grad_fn is None else type(tensor.grad_fn).__name__
+        if attr == "_version":
+            return int(tensor._version)
         return bool(getattr(tensor, attr))
     extra = {}
     for name in walk_names(item):

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from autogradcli.bind import Bound, Passes
-from autogradcli.errors import VariableError
+from autogradcli.errors import TorchError, VariableError
 from autogradcli.glossary import lookup
 from autogradcli.torchside import build
 from autogradcli.torchside.build import Trace, to_numpy
@@ -32,9 +32,12 @@ class Session:
     device: torch.device
 
     def forward(self, env: dict[str, torch.Tensor] | None = None) -> Trace:
-        """The forward pass (with some leaves replaced by ``env``)."""
+        """The forward pass (with some leaves replaced by ``env``). A leaf the program
+        changes in place starts each pass afresh, as a cell run again makes it again."""
         dtype = resolve_dtype(self.bound.settings.dtype)
-        return build.forward(self.bound.program, {**self.leaves, **(env or {})}, dtype, self.device)
+        program = self.bound.program
+        fresh = {n: _again(self.leaves[n]) for n in build.changed_leaves(program)}
+        return build.forward(program, {**self.leaves, **fresh, **(env or {})}, dtype, self.device)
 
     def weights(self) -> torch.Tensor | None:
         """A fresh copy each time: backward may hand the weights tensor itself to a leaf's
@@ -44,6 +47,10 @@ class Session:
     def function(self, names: list[str]) -> Callable[..., torch.Tensor]:
         """``f(*tensors)`` for torch.autograd.functional: the inputs ``names`` replaced."""
         return lambda *tensors: self.forward(dict(zip(names, tensors, strict=True))).out
+
+
+def _again(leaf: torch.Tensor) -> torch.Tensor:
+    return leaf.detach().clone().requires_grad_(leaf.requires_grad)
 
 
 def start(bound: Bound) -> Session:
@@ -135,6 +142,8 @@ def run_passes(
             else:
                 build.backward(trace.out, session.weights(), plan.retain_graph, again)
                 snapshots.append({n: to_numpy(session.leaves[n].grad) for n in names})
+        except TorchError as error:
+            raise build.with_changes(error, trace.changes) from None
         finally:
             if recorder is not None:
                 recorder.remove()
