@@ -13,8 +13,10 @@ import numpy as np
 from autogradcli.bind import Bound
 from autogradcli.check.cell import Ledger, backwards, needed, requires_grad
 from autogradcli.errors import AutogradCliError
+from autogradcli.lang.program import active_hooks
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Backward, Expression, Name, Node, Rebuild, Reset, Show
+from autogradcli.notes import Note
 from autogradcli.pipeline import GradRequest, run_grad, steps_of
 from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import AGREE, DISAGREE, rounding_relative
@@ -49,11 +51,17 @@ def run_cell(bound: Bound) -> CellResult:
         atol=atol,
         events=tuple(events),
         seed=bound.seed,
-        notes=bound.notes,
+        notes=tuple(dict.fromkeys([*bound.notes, *_hook_notes(events)])),
         error=error,
         rounding_bound=relative,
         strict=settings.strict,
     )
+
+
+def _hook_notes(events: list[CellEvent]) -> list[Note]:
+    """What the hooks change, said once for the cell."""
+    checks = [e.check for e in events if e.check is not None and e.check.hooks]
+    return [n for c in checks for n in c.notes if n.code == "hooks"]
 
 
 def _event(
@@ -91,6 +99,9 @@ def _one_backward(bound: Bound, statement: Backward, event: TorchEvent) -> Bound
     kept = needed(statement.target, None, steps)
     used = {n for s in kept for n in _names(steps[s])} | set(_names(statement.target))
     variables = tuple(n for n in program.variables if n in used)
+    at = next(i for i, s in enumerate(program.statements) if s is statement)
+    names = {*variables, *kept}
+    hooks = tuple(h for h in active_hooks(program.statements[:at]) if h.target in names)
     sub = Expression(
         text=statement.text,
         root=statement.target,
@@ -100,6 +111,7 @@ def _one_backward(bound: Bound, statement: Backward, event: TorchEvent) -> Bound
         leaves=tuple(v for v in program.leaves if v.name in used),
         names=program.names,
         seed=program.seed,
+        hooks=hooks,
     )
     assert event.target is not None
     return replace(

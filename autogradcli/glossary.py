@@ -115,6 +115,18 @@ GLOSSARY: tuple[Entry, ...] = (
         in_cell="compute a new tensor (y = x + 1) and use it, or give the leaf its new value "
         "where it is made (x = torch.tensor(...))",
     ),
+    Entry(
+        key="hook_no_grad",
+        prefix="cannot register a hook on a tensor that doesn't require gradient",
+        title="a hook on a tensor that does not require grad",
+        why="a hook runs on the gradient that backward() sends to its tensor, and no "
+        "gradient is ever sent to a tensor with requires_grad=False (a constant, or a "
+        "result computed only from constants or under torch.no_grad())",
+        fix="register the hook on a tensor that requires grad: a leaf made with "
+        "requires_grad=True or a result computed from one",
+        in_cell="register the hook on a tensor that requires grad (made with "
+        "requires_grad=True, or computed from one), or call requires_grad_() on it first",
+    ),
 )
 BY_KEY = {e.key: e for e in GLOSSARY}
 

@@ -245,6 +245,18 @@ ERRORS: dict[str, str] = {
     "in_place_unknown": "'{text}': .{method}() is not an in-place operation autograd-cli "
     "follows; it follows the elementwise ones (y.add_(1), y.mul_(2), y.exp_(), y.clamp_(min=0), "
     "...) and y += ..., y -= ..., y *= ..., y /= ...; compute a new tensor instead",
+    "in_place_hooked": "'{text}' changes {name} in place after a hook was registered on it, "
+    "which autograd-cli does not follow; register the hook after the change, or compute a new "
+    "tensor",
+    "hook_form": "'{text}': a hook here is a lambda of one argument on a named tensor, e.g. "
+    "y.register_hook(lambda g: g * 2) or y.register_hook(lambda g: print(g))",
+    "hook_body": "'{text}': the hook's body may use its argument {param}, numbers and the "
+    "language's functions, not {name}; e.g. lambda {param}: {param}.clamp(-1, 1)",
+    "hook_print": "'{text}': a printing hook prints its argument (and text), e.g. lambda "
+    "{param}: print({param})",
+    "hooks_grad_only": "the program registers a gradient hook, which changes what backward() "
+    "sends; {command} does not run the program's backward(), so hooks are for grad: "
+    "autograd-cli grad",
     "in_place_alias": "'{text}' changes {name} in place, and {other} shares its memory (the "
     "same tensor, a view or a detach()), so PyTorch changes {other} too; autograd-cli follows "
     "each name as a value of its own; write {name} = {name}.clone() first, or compute a new "
@@ -618,6 +630,9 @@ NOTES: dict[str, str] = {
     "the gradients and leaves every .grad as it was ({grads}), so nothing accumulates across "
     "passes. With create_graph=True, backward() would put a gradient that holds its own graph "
     "into .grad: a reference cycle (PyTorch warns about it); autograd.grad returns it instead",
+    "hooks": "a hook that returns a tensor replaces the gradient on its way (here on "
+    "{tensors}), as PyTorch runs it: .grad and the expected numbers include that, while the "
+    "derivative and chain rule shown are of the expression alone",
     "order_unchecked": "{name}: not checked: central differences of order {order} are too "
     "coarse to judge autograd's value (they stand in for SymPy above order 2 only when they "
     "agree); raise [[sympy_seconds]] for SymPy's exact check",

@@ -17,10 +17,19 @@ from autogradcli.check.reconcile import domain_edges
 from autogradcli.errors import LimitError, VariableError
 from autogradcli.lang.analysis import calls, rounding_steps
 from autogradcli.notes import Note
+from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import UNCHECKED, rounding_relative
 from autogradcli.reference import NumericModel, Reference, choose, exact_or_none, known
+from autogradcli.reference.hooks import hooked
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
-from autogradcli.results import Block, DerivativeResult, GradResult, JacobianRow, VariableResult
+from autogradcli.results import (
+    Block,
+    DerivativeResult,
+    GradResult,
+    HookResult,
+    JacobianRow,
+    VariableResult,
+)
 from autogradcli.torchside import higher
 from autogradcli.torchside.run import Session, run_passes, start
 
@@ -60,14 +69,15 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     if not (request.inspect or retained or request.explain):
         autograd.release()  # only a diagnosis would look at the forward values
     reference = reference_for(bound, session)
+    hooks = _hooks(bound, autograd.hook_calls, reference.model)  # before it evaluates again
     weights = None if session.weight_tensor is None else session.seen_weights
-    numeric = NumericModel(bound.program, bound.shapes, bound.limits)
+    numeric = hooked(NumericModel(bound.program, bound.shapes, bound.limits), bound.shapes)
     expected, notes = reference.expected, [*bound.notes, *reference.notes]
-    if reference.exact:
+    if reference.exact and not bound.program.hooks:  # the edges' slopes know no hooks
         edge = NumericModel(bound.program, bound.shapes, bound.limits, bounds=True)
         expected, edges = domain_edges(edge, session.seen, weights, expected)
         notes += edges
-    elif request.explain:
+    elif not reference.exact and request.explain:
         raise VariableError("explain_needs_sympy")
     numbers = None
     if settings.numeric and reference.exact:
@@ -82,6 +92,10 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
         notes.append(Note("functional", {"grads": state}))
     if plan.same_graph and not plan.retain_graph and plan.repeat > 1:
         notes.append(Note("graph_not_freed", {"repeat": plan.repeat}))
+    changing = [h for h in bound.program.hooks if h.body is not None]
+    if changing:
+        on = dict.fromkeys(bound.program.shown(h.target) for h in changing)
+        notes.append(Note("hooks", {"tensors": ", ".join(on)}))
     explanation = tensors = None
     if request.explain and autograd.recorder is not None:
         from autogradcli.check.explain import explain
@@ -120,11 +134,40 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
         expected_by=reference.model.by,
         tensors=tensors,
         explanation=explanation,
+        hooks=hooks,
         output_verdict=output_verdict,
         output_cause=output_cause,
         rounding_bound=judge.relative,
         strict=settings.strict,
     )
+
+
+def _no_hooks(bound: Bound, command: str) -> None:
+    """Hooks change what backward() sends; these commands do not run the program's."""
+    if bound.program.hooks:
+        raise VariableError("hooks_grad_only", command=command)
+
+
+def _hooks(bound: Bound, runs: list[Any], model: Any) -> tuple[HookResult, ...]:
+    """Each hook's first run in PyTorch beside the reference's (``HookedModel``)."""
+    found = []
+    rtol, atol = bound.settings.tolerance
+    for index, hook in enumerate(bound.program.hooks):
+        call = next((c for c in runs if c.index == index), None)
+        received = None if call is None else call.received
+        returned = None if call is None else call.returned
+        want = getattr(model, "received", {}).get(index)
+        want_back = getattr(model, "returned", {}).get(index)
+        pairs = [(received, want), (returned, want_back)]
+        agree = None
+        if received is not None or want is not None:
+            agree = all(
+                (a is None) == (b is None) and (a is None or compare(a, b, rtol, atol).agree)
+                for a, b in pairs
+            )
+        text = bound.program.shown(hook.target)
+        found.append(HookResult(text, hook.text, received, want, returned, want_back, agree))
+    return tuple(found)
 
 
 def _variables(
@@ -295,6 +338,7 @@ def _blocks(
 
 def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
     """``jacobian``: one-hot rows, the functional cross-check, SymPy component-wise."""
+    _no_hooks(bound, "jacobian")
     from autogradcli.reference.components import ComponentModel
     from autogradcli.reference.numeric import numeric_jacobian
 
@@ -333,6 +377,7 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
 
 def run_hessian(bound: Bound) -> DerivativeResult:
     """``hessian``: create_graph=True twice, the functional cross-check, SymPy's Hessian."""
+    _no_hooks(bound, "hessian")
     from autogradcli.reference.components import ComponentModel, TooLarge, hessian_terms
     from autogradcli.reference.numeric import numeric_hessian
 
@@ -410,6 +455,7 @@ MAX_NUMERIC_ORDER = 2
 def run_derivative(bound: Bound, order: int) -> DerivativeResult:
     """``derivative`` (``grad --order K``): K-th derivatives against SymPy's ``diff``
     within the time limit, else against central differences (with a note)."""
+    _no_hooks(bound, "grad --order")
     session = start(bound)
     notes: list[Note] = []
     done = exact_or_none(bound.limits, notes, lambda: _exact_order(bound, session, order))
@@ -510,6 +556,7 @@ def _along(jacobian: np.ndarray, tangent: np.ndarray) -> np.ndarray:
 def run_jvp(bound: Bound, tangents: dict[str, np.ndarray]) -> DerivativeResult:
     """``jvp``: forward mode (``torch.func.jvp``), ``torch.autograd.functional.jvp`` as the
     cross-check, against SymPy's Jacobians times the tangents, summed over the inputs."""
+    _no_hooks(bound, "jvp")
     from autogradcli.reference.components import ComponentModel
     from autogradcli.reference.numeric import numeric_jacobian
 

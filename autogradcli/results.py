@@ -167,6 +167,32 @@ class VariableResult(Frozen):
 
 
 @dataclass(frozen=True)
+class HookResult(Frozen):
+    """One of the program's gradient hooks in the first backward pass: the gradient it
+    received and what it returned (None: nothing, the gradient went on unchanged), from
+    PyTorch and from the reference. ``received`` None: no gradient reached it."""
+
+    tensor: str
+    hook: str
+    received: np.ndarray | None
+    received_expected: np.ndarray | None
+    returned: np.ndarray | None
+    returned_expected: np.ndarray | None
+    agree: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tensor": self.tensor,
+            "hook": self.hook,
+            "received": _maybe(self.received),
+            "received_expected": _maybe(self.received_expected),
+            "returned": _maybe(self.returned),
+            "returned_expected": _maybe(self.returned_expected),
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
 class TensorResult(Frozen):
     """One named tensor (input, step or output) as PyTorch holds it after the last pass.
 
@@ -403,6 +429,7 @@ class GradResult(Judged):
     notes: tuple[Note, ...] = ()
     tensors: tuple[TensorResult, ...] | None = None
     explanation: Explanation | None = None
+    hooks: tuple[HookResult, ...] = ()
     expected_by: str = "SymPy"  # or "numeric" when SymPy's exact check was not available
     output_verdict: str = AGREE
     output_cause: Cause | None = None
@@ -444,6 +471,7 @@ class GradResult(Judged):
         checks += [v.verdict for v in self.variables.values()]
         checks += [v.numeric_verdict for v in self.variables.values()]
         booleans = [t.agree for t in self.tensors or ()]
+        booleans += [h.agree for h in self.hooks]
         booleans += [] if self.explanation is None else [self.explanation.agree]
         booleans += [e.agree for e in self.expectations]
         checks += [DISAGREE for b in booleans if b is False]
@@ -500,6 +528,7 @@ class GradResult(Judged):
                 if self.tensors is None
                 else {t.name: t.to_dict(style) for t in self.tensors},
                 "explain": None if self.explanation is None else self.explanation.to_dict(),
+                "hooks": [h.to_dict() for h in self.hooks],
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
                 "suggestions": [x.to_dict() for x in self.suggestions],

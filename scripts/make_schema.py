@@ -201,6 +201,17 @@ explain = {
         ),
     ]
 }
+hook = obj(
+    {
+        "tensor": {"type": "string"},
+        "hook": {"type": "string"},
+        "received": {"$ref": "#/$defs/tensor_or_null"},
+        "received_expected": {"$ref": "#/$defs/tensor_or_null"},
+        "returned": {"$ref": "#/$defs/tensor_or_null"},
+        "returned_expected": {"$ref": "#/$defs/tensor_or_null"},
+        "agree": {"type": ["boolean", "null"]},
+    }
+)
 suggestion = obj(
     {
         "replace": {
@@ -237,6 +248,7 @@ grad = {
                 "anyOf": [{"type": "null"}, {"type": "object", "additionalProperties": tensor_row}]
             },
             "explain": explain,
+            "hooks": {"type": "array", "items": hook},
             "suggestions": {"type": "array", "items": suggestion},
             "expect": {
                 "type": "object",

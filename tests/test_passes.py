@@ -102,6 +102,10 @@ def in_place_leaf() -> None:
     torch.tensor(1.0, requires_grad=True).add_(1)
 
 
+def hook_no_grad() -> None:
+    torch.ones(2).register_hook(lambda g: g * 2)
+
+
 TRIGGERS = [
     second_backward,
     non_scalar,
@@ -111,6 +115,7 @@ TRIGGERS = [
     inference_saved,
     in_place_saved,
     in_place_leaf,
+    hook_no_grad,
 ]
 
 

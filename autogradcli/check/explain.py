@@ -62,9 +62,14 @@ def explain(
             assert arriving is not None
             check = compare(arriving, expected.grads[name], *tolerance, expected.kinks[name])
             kind = type(record.fn).__name__
+            label = name + "".join(
+                f" · hook {h.text} runs first"
+                for h in session.bound.program.hooks
+                if h.target == name
+            )
             steps.append(
                 NodeStep(
-                    index, (kind,), name, arriving, expected.grads[name], check.agree, (), name
+                    index, (kind,), label, arriving, expected.grads[name], check.agree, (), name
                 )
             )
         elif key in table:

@@ -25,6 +25,7 @@ from autogradcli.lang.tree import (
     Binary,
     Call,
     Expression,
+    Hook,
     InPlace,
     Leaf,
     Name,
@@ -33,6 +34,7 @@ from autogradcli.lang.tree import (
     Show,
     Statement,
     Step,
+    Unhook,
     walk,
     walk_names,
 )
@@ -99,6 +101,8 @@ class _Builder:
     lifted: int = 0
     seed: int | None = None
     root: Node | None = None
+    handles: dict[str, Hook] = field(default_factory=dict)  # h = y.register_hook(...)
+    hooked: set[str] = field(default_factory=set)  # the tensors a hook is on
 
     def written(self, stmt: ast.AST) -> str:
         """The line as the cell writes it (its spacing kept), for showing."""
@@ -216,6 +220,9 @@ class _Builder:
             raise ExpressionError("assign_function", name=written)
         if written in self.namespaces:
             raise ExpressionError("assign_namespace", name=written)
+        if _method(stmt.value) == "register_hook":
+            assert isinstance(stmt.value, ast.Call)
+            return self.hook(stmt.value, stmt, written)
         if self.constructor(stmt.value):
             assert isinstance(stmt.value, ast.Call)
             name = self.fresh(written)
@@ -278,7 +285,10 @@ class _Builder:
         self.in_place_step(owner.id, self.expression(plain), method, text, no_grad)
 
     def allow_in_place(self, written: str, text: str, no_grad: str) -> None:
-        """Under a no_grad block only a constant may change in place here."""
+        """Under a no_grad block only a constant may change in place here; nor may a tensor
+        with a hook on it."""
+        if self.current.get(written, written) in self.hooked:
+            raise ExpressionError("in_place_hooked", text=text, name=written)
         leaf = self.leaves.get(self.current.get(written, written))
         if no_grad and (leaf is None or leaf.requires_grad):
             given = written not in self.current  # an input from outside: a leaf
@@ -336,6 +346,10 @@ class _Builder:
                 return self.zero(value, stmt)
             if method == "requires_grad_" and path is None:
                 return self.requires_grad_call(value, stmt)
+            if method == "register_hook" and path is None:
+                return self.hook(value, stmt, "")
+            if method == "remove" and _owner(value) in self.handles and not value.args:
+                return self.unhook(value, stmt)
             if method and method.endswith("_") and not method.startswith("_") and path is None:
                 return self.in_place_call(value, stmt, no_grad)
             if isinstance(value.func, ast.Name) and value.func.id == "print":
@@ -413,6 +427,41 @@ class _Builder:
         self.statements.append(Show(tuple(items), self.written(stmt)))
         self.used = used  # showing a tensor builds nothing on it
 
+    def hook(self, node: ast.Call, stmt: ast.stmt, handle: str) -> None:
+        """``y.register_hook(lambda g: g * 2)``: the body is an expression in its argument
+        (converted like any expression, never run), or ``print(g)``."""
+        text = self.written(stmt)
+        fn = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        owner = _owner(node)
+        if owner is None or not isinstance(fn, ast.Lambda) or not _one_argument(fn.args):
+            raise ExpressionError("hook_form", text=text)
+        param = fn.args.args[0].arg
+        body: Node | None = None
+        if _is_print(fn.body):
+            assert isinstance(fn.body, ast.Call)
+            for arg in fn.body.args:
+                if not (_is_text(arg) or (isinstance(arg, ast.Name) and arg.id == param)):
+                    raise ExpressionError("hook_print", text=text, param=param)
+        else:
+            body = self.converter()(fn.body)
+            check_constants(body, self.limits)
+            for name in walk_names(body):
+                if name != param and name not in CONSTANTS:
+                    raise ExpressionError("hook_body", text=text, param=param, name=name)
+        target = self.leaf_of(owner)
+        if target in self.current.values():
+            self.used.add(target)
+        hook = Hook(target, param, body, ast.unparse(fn), handle, text)
+        self.hooked.add(target)
+        self.statements.append(hook)
+        if handle:
+            self.handles[handle] = hook
+
+    def unhook(self, node: ast.Call, stmt: ast.Expr) -> None:
+        handle = _owner(node)
+        assert handle is not None
+        self.statements.append(Unhook(handle, self.written(stmt)))
+
     def manual_seed(self, node: ast.Call) -> None:
         if len(node.args) != 1 or node.keywords:
             raise ExpressionError("manual_seed", text=ast.unparse(node))
@@ -476,6 +525,7 @@ class _Builder:
             tuple(self.statements),
             tuple(self.names.items()),
             self.seed,
+            active_hooks(self.statements),
         )
 
     def output_root(self) -> Node:
@@ -498,6 +548,49 @@ class _Builder:
                 isinstance(self.root, Name) and self.root.id == step.name
             ):
                 raise ExpressionError("step_unused", name=self.names.get(step.name, step.name))
+
+
+def active_hooks(statements: list[Statement] | tuple[Statement, ...]) -> tuple[Hook, ...]:
+    """The hooks registered and not removed by the end of ``statements``."""
+    active: list[Hook] = []
+    for statement in statements:
+        if isinstance(statement, Hook):
+            active.append(statement)
+        elif isinstance(statement, Unhook):
+            active = [h for h in active if h.handle != statement.handle]
+    return tuple(active)
+
+
+def _method(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return None
+
+
+def _owner(node: ast.Call) -> str | None:
+    """``y`` of ``y.method(...)``."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.value.id
+    return None
+
+
+def _one_argument(args: ast.arguments) -> bool:
+    plain = not (args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg)
+    return plain and len(args.args) == 1 and not args.defaults
+
+
+def _is_print(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "print"
+        and not node.keywords
+    )
+
+
+def _is_text(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _fresh(name: str, taken: set[str]) -> str:

@@ -190,7 +190,31 @@ class Show:
     text: str = ""
 
 
-Statement = Step | Leaf | Backward | Reset | Show
+@dataclass(frozen=True)
+class Hook:
+    """``target.register_hook(lambda g: body)``: each backward() hands the gradient arriving
+    at the tensor to ``body`` (an expression in ``param``) and sends on what it returns;
+    ``body`` None is a hook that only looks (``lambda g: print(g)``). ``handle`` is the name
+    the line keeps it under (``h = y.register_hook(...)``), ``text`` the lambda as written,
+    ``line`` the whole line."""
+
+    target: str
+    param: str
+    body: Node | None
+    text: str
+    handle: str = ""
+    line: str = ""
+
+
+@dataclass(frozen=True)
+class Unhook:
+    """``h.remove()``: the hook kept under ``handle`` no longer runs."""
+
+    handle: str
+    text: str = ""
+
+
+Statement = Step | Leaf | Backward | Reset | Show | Hook | Unhook
 
 
 @dataclass(frozen=True)
@@ -203,7 +227,7 @@ class Expression:
     program defines (``leaves``) and the free names, in order of appearance; ``output`` is
     the name the output tensor is shown under. A cell's lines, backward() calls and
     print(...)s included, are ``statements`` in order; ``names`` maps a step's name to the
-    name it was written with."""
+    name it was written with; ``hooks`` are the gradient hooks in force at the end."""
 
     text: str
     root: Node
@@ -214,6 +238,7 @@ class Expression:
     statements: tuple[Statement, ...] = field(default=())
     names: tuple[tuple[str, str], ...] = field(default=())
     seed: int | None = None
+    hooks: tuple[Hook, ...] = field(default=())  # registered (and not removed) at the end
 
     def step(self, name: str) -> Step | None:
         """The step that assigns ``name``, if any."""

@@ -120,17 +120,19 @@ def choose(
 ) -> Reference:
     """SymPy's exact check at the inputs autograd saw, or central differences with a note
     saying why SymPy could not (``weights`` None: backward() without weights)."""
+    from autogradcli.reference.hooks import hooked
+
     notes: list[Note] = []
     used = np.ones(()) if weights is None else weights
 
     def work() -> tuple[Model, Expected]:
-        model = sympy_model(expression, shapes, limits, seen)
+        model = hooked(sympy_model(expression, shapes, limits, seen), shapes, limits)
         return model, model.evaluate(seen, used, differentiate)
 
     found = exact_or_none(limits, notes, work)
     if found is not None:
         return Reference(found[0], found[1], tuple(notes))
-    numeric = NumericModel(expression, shapes, limits)
+    numeric = hooked(NumericModel(expression, shapes, limits), shapes, limits)
     return Reference(numeric, numeric.evaluate(seen, weights, differentiate), tuple(notes))
 
 

@@ -22,7 +22,7 @@ from autogradcli.render.cells import (
     mark,
     shorten,
 )
-from autogradcli.results import CellEvent, CellResult
+from autogradcli.results import CellEvent, CellResult, HookResult
 
 
 def render_cell(result: CellResult, style: Style = CLI) -> Group:
@@ -39,6 +39,8 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
         parts.append(_line(number, event))
         if event.grads:
             parts.append(_grads(event))
+        if event.check is not None:
+            parts += [_hook(h) for h in event.check.hooks]
         for item in event.shown:
             parts.append(_shown(item.text, item.value, item.expected, item.verdict))
         for g in event.grads:
@@ -73,6 +75,21 @@ def _grads(event: CellEvent) -> Table:
         row += [error_text(g.max_abs_error), mark(g.verdict)]
         table.add_row(*row)
     return table
+
+
+def _hook(hook: HookResult) -> Text:
+    """A hook's run in this backward(): what it was given, and what it sent on."""
+    text = Text(f"   hook on {hook.tensor}, {hook.hook}: ")
+    if hook.received is None:
+        text.append("no gradient reached it")
+    elif hook.returned is None:
+        verb = "printed" if "print(" in hook.hook else "received"
+        text.append(f"{verb} ").append_text(format_array(hook.received))
+        text.append(", sent on unchanged")
+    else:
+        text.append("received ").append_text(format_array(hook.received))
+        text.append(", sent on ").append_text(format_array(hook.returned))
+    return text.append("  ").append_text(mark(hook.agree))
 
 
 def _short(text: str) -> str:

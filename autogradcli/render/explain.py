@@ -10,18 +10,22 @@ from autogradcli.render.cells import add_column, format_array, mark, mark_expect
 from autogradcli.results import Explanation
 
 
-def render_explanation(explanation: Explanation, output: str) -> RenderableType:
-    """The node table, then the external-gradient table when weights were given."""
-    parts: list[RenderableType] = [_nodes(explanation, output)]
+def render_explanation(
+    explanation: Explanation, output: str, hooked: bool = False
+) -> RenderableType:
+    """The node table, then the external-gradient table when weights were given
+    (``hooked``: the program's hooks changed the gradients on the way)."""
+    parts: list[RenderableType] = [_nodes(explanation, output, hooked)]
     if explanation.vjp:
         parts.append(_vjp(explanation, output))
     return Group(*parts)
 
 
-def _nodes(explanation: Explanation, output: str) -> Table:
+def _nodes(explanation: Explanation, output: str, hooked: bool) -> Table:
     weights = explanation.weights
     weighted = weights is not None and not bool((weights == 1).all())
     what = f"∂(Σ wᵢ·{output}ᵢ)/∂node" if weighted else f"∂{output}/∂node"
+    what += " as the program's hooks changed it" if hooked else ""
     table = Table(
         title=f"backward() node by node, in the order PyTorch ran them (numbers from hooks; "
         f"gradient in = {what}, checked against SymPy)",

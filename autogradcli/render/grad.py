@@ -55,6 +55,8 @@ def render(result: GradResult, style: Style = CLI) -> Group:
     if len(result.passes) > 1:
         parts.append(Text(f"passes: {result.mode}"))
         parts.append(_passes_table(result))
+    if result.hooks:
+        parts.append(_hooks_table(result))
     if result.tensors is not None:
         from autogradcli.render.tensors import render_tensors
 
@@ -62,7 +64,7 @@ def render(result: GradResult, style: Style = CLI) -> Group:
     if result.explanation is not None:
         from autogradcli.render.explain import render_explanation
 
-        parts.append(render_explanation(result.explanation, result.output_name))
+        parts.append(render_explanation(result.explanation, result.output_name, bool(result.hooks)))
     if LATEX.get():
         for var in result.variables.values():
             if var.latex is not None:
@@ -231,6 +233,30 @@ def _suggestion(suggestion: Suggestion, dtype: str) -> Text:
     )
 
 
+def _hooks_table(result: GradResult) -> Table:
+    """Each register_hook: the gradient it received and what it sent on, checked."""
+    table = Table(
+        title="hooks in the first backward() (gradient received, then sent on; checked "
+        f"against {result.expected_by})",
+        title_justify="left",
+    )
+    for column in ("tensor", "hook", "received", "expected", "sent on", "expected", "check"):
+        add_column(table, column)
+    for h in result.hooks:
+        sent = h.received if h.returned is None else h.returned
+        want = h.received_expected if h.returned_expected is None else h.returned_expected
+        table.add_row(
+            h.tensor,
+            h.hook,
+            format_array(h.received),
+            format_array(h.received_expected),
+            format_array(sent),
+            format_array(want),
+            mark(h.agree),
+        )
+    return table
+
+
 def _verdict(result: GradResult) -> Text:
     numeric = any(v.numeric_verdict is not None for v in result.variables.values())
     who = "SymPy, and the numeric check," if numeric else result.expected_by
@@ -253,6 +279,7 @@ def _verdict(result: GradResult) -> Text:
     if result.output_verdict == "disagree":
         failing.insert(0, "output")
     failing += [f"tensor {t.name}" for t in result.tensors or () if t.agree is False]
+    failing += [f"hook on {h.tensor}" for h in result.hooks if h.agree is False]
     wrong = [e for e in result.expectations if not e.agree]
     if not failing and wrong and result.output_verdict != "disagree":
         names = ", ".join(f"{e.name}.grad" for e in wrong)

@@ -13,10 +13,22 @@ import torch
 
 from autogradcli.bind import Bound
 from autogradcli.errors import AutogradCliError, ComputationError, TorchError, VariableError
-from autogradcli.lang.tree import Backward, Name, Node, Reset, Show, Statement, Step, walk_names
+from autogradcli.lang.tree import (
+    Backward,
+    Hook,
+    Name,
+    Node,
+    Reset,
+    Show,
+    Statement,
+    Step,
+    Unhook,
+    walk_names,
+)
 from autogradcli.torchside import build
 from autogradcli.torchside.build import to_numpy
 from autogradcli.torchside.devices import resolve_dtype
+from autogradcli.torchside.hooks import register
 from autogradcli.torchside.run import start
 
 Grads = dict[str, np.ndarray | None]
@@ -57,10 +69,18 @@ def run_cell(bound: Bound) -> CellRun:
 
     events: list[TorchEvent] = []
     run = CellRun(events, str(session.device), session.seen)
+    handles: dict[str, list[Any]] = {}
     for statement in bound.program.statements:
         try:
             if isinstance(statement, Step):
                 stepper.step(statement)
+            elif isinstance(statement, Hook):
+                tensors = {**leaves, **stepper.steps}
+                kept = register((statement,), tensors, [])
+                handles.setdefault(statement.handle, []).extend(kept)
+            elif isinstance(statement, Unhook):
+                for handle in handles.pop(statement.handle, []):
+                    handle.remove()
             elif isinstance(statement, Backward):
                 events.append(_backward(statement, value, bound, leaves, stepper.changes))
             elif isinstance(statement, Reset):
@@ -105,7 +125,8 @@ def _at_line(error: AutogradCliError, statement: Statement) -> AutogradCliError:
             error.data["changes"] = changes
     if isinstance(error, TorchError | ComputationError):
         line = statement.in_place.text if isinstance(statement, Step) and statement.in_place else ""
-        text = getattr(statement, "text", "") or line
+        text = statement.line if isinstance(statement, Hook) else getattr(statement, "text", "")
+        text = text or line
         if text:
             error.data.setdefault("line", text)
     return error

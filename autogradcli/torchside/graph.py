@@ -56,6 +56,11 @@ def owners(expression: Expression, trace: Trace) -> dict[int, Owner]:
             named_by.setdefault(id(fn), []).append(f"{name} = {unparse(node)}")
     for key, labels in named_by.items():
         found[key].label = "; ".join(labels)
+    for hook in expression.hooks:  # a step's hooks run on the gradient before its node
+        tensor = trace.steps.get(hook.target)
+        fn = None if tensor is None else tensor.grad_fn
+        if fn is not None and id(fn) in found:
+            found[id(fn)].label += f" · hook {hook.text} runs first"
     return found
 
 

@@ -1,4 +1,5 @@
-"""Hooks on every node of the backward graph: the gradients each received and sent."""
+"""Hooks on every node of the backward graph (the gradients each received and sent, for
+``--explain``), and the program's own tensor hooks (``y.register_hook(lambda g: g * 2)``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import numpy as np
 import torch
 from torch.autograd.graph import get_gradient_edge
 
-from autogradcli.errors import LimitError
-from autogradcli.torchside.build import to_numpy
+from autogradcli.errors import LimitError, TorchError
+from autogradcli.lang.tree import Hook
+from autogradcli.torchside.build import evaluate, to_numpy
 
 MAX_NODES = 128  # nodes of the backward graph, checked before backward() runs
 
@@ -70,3 +72,43 @@ def _hook(recorder: Recorder, fn: Any) -> Any:
         )
 
     return hook
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """One run of a program's hook: the gradient it received, and what it returned (None:
+    nothing, so the gradient went on unchanged). ``index`` is its place in ``hooks``."""
+
+    index: int
+    received: np.ndarray
+    returned: np.ndarray | None
+
+
+def register(
+    hooks: tuple[Hook, ...],
+    tensors: dict[str, torch.Tensor],
+    calls: list[HookCall],
+    start: int = 0,
+) -> list[Any]:
+    """``tensor.register_hook`` for each hook (numbered from ``start``), as the program wrote
+    it; each run is logged in ``calls``. Returns the handles."""
+    handles = []
+    for index, hook in enumerate(hooks, start):
+        try:
+            handles.append(tensors[hook.target].register_hook(_tensor_hook(index, hook, calls)))
+        except RuntimeError as exc:  # a tensor that does not require grad
+            raise TorchError(str(exc)) from None
+    return handles
+
+
+def _tensor_hook(index: int, hook: Hook, calls: list[HookCall]) -> Any:
+    def run(grad: torch.Tensor) -> torch.Tensor | None:
+        returned = None
+        if hook.body is not None:
+            returned = evaluate(hook.body, {hook.param: grad}, {}, grad.dtype, grad.device)
+        calls.append(
+            HookCall(index, to_numpy(grad), None if returned is None else to_numpy(returned))
+        )
+        return returned
+
+    return run

@@ -92,6 +92,7 @@ class Autograd:
     recorder: Any
     output: np.ndarray
     released: bool = False  # the forward values were let go (``release``)
+    hook_calls: list[Any] = field(default_factory=list)  # the program's hooks, first pass
     untouched: dict[str, bool] = field(default_factory=dict)  # --functional: .grad is None
 
     def release(self) -> None:
@@ -121,10 +122,15 @@ def run_passes(
     first: Trace | None = None
     recorder = None
     snapshots: list[dict[str, np.ndarray]] = []
+    program_hooks = session.bound.program.hooks
+    calls: list[Any] = []
+    first_calls: list[Any] = []
     for index in range(1, plan.repeat + 1):
         if trace is None or not plan.same_graph:
             trace = session.forward()
             retain(trace, retained, explicit)
+            if program_hooks:
+                _hook(session, trace, calls, first=index == 1)
         if index == 1:
             first = trace
             if explain:
@@ -147,6 +153,8 @@ def run_passes(
         finally:
             if recorder is not None:
                 recorder.remove()
+        if index == 1:
+            first_calls = list(calls)
         if plan.zero_grad and index < plan.repeat:
             for leaf in session.leaves.values():
                 leaf.grad = None  # what optimizer.zero_grad() does (set_to_none=True)
@@ -154,7 +162,27 @@ def run_passes(
                 tensor_of(trace, name).grad = None
     assert trace is not None and first is not None
     untouched = {n: session.leaves[n].grad is None for n in names} if plan.functional else {}
-    return Autograd(snapshots, trace, first, recorder, to_numpy(trace.out), untouched=untouched)
+    return Autograd(
+        snapshots,
+        trace,
+        first,
+        recorder,
+        to_numpy(trace.out),
+        untouched=untouched,
+        hook_calls=first_calls,
+    )
+
+
+def _hook(session: Session, trace: Trace, calls: list[Any], first: bool) -> None:
+    """The program's hooks on this pass's tensors: on a step's each new pass (a new
+    tensor), on a leaf once (the same tensor every pass)."""
+    from autogradcli.torchside.hooks import register
+
+    hooks = session.bound.program.hooks
+    tensors = {**session.leaves, **trace.steps}
+    for index, hook in enumerate(hooks):
+        if first or hook.target in trace.steps:
+            register((hook,), tensors, calls, start=index)
 
 
 def tensor_of(trace: Trace, name: str) -> torch.Tensor:
