@@ -248,8 +248,12 @@ ERRORS: dict[str, str] = {
     "in_place_hooked": "'{text}' changes {name} in place after a hook was registered on it, "
     "which autograd-cli does not follow; register the hook after the change, or compute a new "
     "tensor",
-    "hook_form": "'{text}': a hook here is a lambda of one argument on a named tensor, e.g. "
+    "hook_form": "'{text}': a hook here is a function of one argument on a named tensor, "
+    "written as a lambda or a def that returns an expression in it or prints it, e.g. "
     "y.register_hook(lambda g: g * 2) or y.register_hook(lambda g: print(g))",
+    "function_not_hook": "'{name}' is a function the program defines, which autograd-cli "
+    "follows only as a gradient hook (y.register_hook({name})); write its expression inline "
+    "instead",
     "hook_body": "'{text}': the hook's body may use its argument {param}, numbers and the "
     "language's functions, not {name}; e.g. lambda {param}: {param}.clamp(-1, 1)",
     "hook_print": "'{text}': a printing hook prints its argument (and text), e.g. lambda "

@@ -97,6 +97,38 @@ def test_the_check_would_catch_a_missing_hook(monkeypatch):
     assert not r.agree and r.hooks[0].received is None and r.hooks[0].agree is False
 
 
+NAMED = {
+    "a named lambda": "double = lambda g: g * 2\ny = x * 2\ny.register_hook(double)\n",
+    "a def": "def double(grad):\n    return grad * 2\n\ny = x * 2\ny.register_hook(double)\n",
+    "a typed def with a docstring, printing": "def show(g: torch.Tensor) -> torch.Tensor:\n"
+    '    """Look at it."""\n    print("grad:", g)\n    return g\n\ny = x * 2\n'
+    "h = y.register_hook(show)\n",
+}
+
+
+@pytest.mark.parametrize("lines", NAMED.values(), ids=NAMED.keys())
+def test_hooks_defined_by_name_run_as_in_pytorch(lines):
+    code = X + lines + "(y * y).sum().backward()"
+    torch_names = real(code)
+    r = ag.grad(code)
+    assert r.error is None and r.agree
+    assert r.events[0].grads[0].grad.tolist() == torch_names["x"].grad.tolist()
+    (hook,) = r.events[0].check.hooks
+    assert hook.agree and (hook.returned is None) == ("print" in lines)
+
+
+def test_the_register_hook_docstring_example():
+    """torch.Tensor.register_hook's own example: a hook on a leaf doubles v.grad."""
+    code = (
+        "v = torch.tensor([0., 0., 0.], requires_grad=True)\n"
+        "h = v.register_hook(lambda grad: grad * 2)  # double the gradient\n"
+        "v.backward(torch.tensor([1., 2., 3.]))\nprint(v.grad)\nh.remove()  # removes the hook\n"
+    )
+    assert real(code)["v"].grad.tolist() == [2.0, 4.0, 6.0]
+    r = ag.grad(code)
+    assert r.agree and r.events[1].shown[0].value.tolist() == [2.0, 4.0, 6.0]
+
+
 def test_a_printing_hook_shows_what_pytorch_passed_it():
     code = X + CELLS["print"]
     r = ag.grad(code)
@@ -185,16 +217,23 @@ def test_the_graph_names_the_hook_on_its_step():
     assert "MulBackward0  y = x*2 · hook lambda g: g * 2 runs first" in run.stdout
 
 
+FORM = (
+    "a hook here is a function of one argument on a named tensor, written as a lambda or a def "
+    "that returns an expression in it or prints it, e.g. y.register_hook(lambda g: g * 2) or "
+    "y.register_hook(lambda g: print(g))"
+)
+NOT_HOOK = (
+    "'f' is a function the program defines, which autograd-cli follows only as a gradient hook "
+    "(y.register_hook(f)); write its expression inline instead"
+)
 BAD = [
     (
         "y = x*2; y.register_hook(lambda g, h: g); sum(y)",
-        "'y.register_hook(lambda g, h: g)': a hook here is a lambda of one argument on a named "
-        "tensor, e.g. y.register_hook(lambda g: g * 2) or y.register_hook(lambda g: print(g))",
+        "'y.register_hook(lambda g, h: g)': " + FORM,
     ),
     (
         "y = x*2; y.register_hook(print); sum(y)",
-        "'y.register_hook(print)': a hook here is a lambda of one argument on a named tensor, "
-        "e.g. y.register_hook(lambda g: g * 2) or y.register_hook(lambda g: print(g))",
+        "'y.register_hook(print)': " + FORM,
     ),
     (
         "y = x*2; y.register_hook(lambda g: g*x); sum(y)",
@@ -211,6 +250,8 @@ BAD = [
         "'y.add_(1)' changes y in place after a hook was registered on it, which autograd-cli "
         "does not follow; register the hook after the change, or compute a new tensor",
     ),
+    ("f = lambda g: g * 2; y = x*2; sum(y)", NOT_HOOK),
+    ("def f(g):\n    return g * 2\ny = f(x)\nsum(y)", NOT_HOOK),
 ]
 
 

@@ -103,6 +103,8 @@ class _Builder:
     root: Node | None = None
     handles: dict[str, Hook] = field(default_factory=dict)  # h = y.register_hook(...)
     hooked: set[str] = field(default_factory=set)  # the tensors a hook is on
+    functions: dict[str, ast.Lambda] = field(default_factory=dict)  # hook functions, by name
+    registered: set[str] = field(default_factory=set)  # those register_hook was given
 
     def written(self, stmt: ast.AST) -> str:
         """The line as the cell writes it (its spacing kept), for showing."""
@@ -151,6 +153,10 @@ class _Builder:
         return Converter(self.limits, self.namespaces, self.lift, readable)
 
     def expression(self, node: ast.AST, readable: bool = False) -> Node:
+        for part in ast.walk(node):
+            called = part.func if isinstance(part, ast.Call) else None
+            if isinstance(called, ast.Name) and called.id in self.functions:
+                raise ExpressionError("function_not_hook", name=called.id)
         tree = self.resolve(self.converter(readable)(node))
         check_constants(tree, self.limits)
         return tree
@@ -188,6 +194,8 @@ class _Builder:
             self.with_block(stmt)
         elif isinstance(stmt, ast.Pass):
             return
+        elif isinstance(stmt, ast.FunctionDef) and (fn := _as_lambda(stmt)) is not None:
+            self.functions[stmt.name] = fn  # def hook(g): return g * 2
         else:
             what = _STATEMENTS.get(type(stmt), f"'{type(stmt).__name__.lower()}' statements")
             raise ExpressionError("statement_not_allowed", what=what)
@@ -220,6 +228,9 @@ class _Builder:
             raise ExpressionError("assign_function", name=written)
         if written in self.namespaces:
             raise ExpressionError("assign_namespace", name=written)
+        if isinstance(stmt.value, ast.Lambda):  # hook = lambda g: g * 2
+            self.functions[written] = stmt.value
+            return None
         if _method(stmt.value) == "register_hook":
             assert isinstance(stmt.value, ast.Call)
             return self.hook(stmt.value, stmt, written)
@@ -432,6 +443,9 @@ class _Builder:
         (converted like any expression, never run), or ``print(g)``."""
         text = self.written(stmt)
         fn = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if isinstance(fn, ast.Name) and fn.id in self.functions:  # defined before, by name
+            self.registered.add(fn.id)
+            fn = self.functions[fn.id]
         owner = _owner(node)
         if owner is None or not isinstance(fn, ast.Lambda) or not _one_argument(fn.args):
             raise ExpressionError("hook_form", text=text)
@@ -502,6 +516,9 @@ class _Builder:
         body = module.body
         for index, stmt in enumerate(body):
             self.line(stmt, last=index == len(body) - 1)
+        for name in self.functions:
+            if name not in self.registered:
+                raise ExpressionError("function_not_hook", name=name)
         if self.root is None:
             self.root = self.output_root()
         cell = self.is_cell()
@@ -559,6 +576,36 @@ def active_hooks(statements: list[Statement] | tuple[Statement, ...]) -> tuple[H
         elif isinstance(statement, Unhook):
             active = [h for h in active if h.handle != statement.handle]
     return tuple(active)
+
+
+def _as_lambda(stmt: ast.FunctionDef) -> ast.Lambda | None:
+    """``def hook(g): return g * 2`` (or a body that prints ``g``) as the lambda it is;
+    None for any other function."""
+    args = stmt.args
+    plain = not (args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg)
+    if stmt.decorator_list or not plain or len(args.args) != 1 or args.defaults:
+        return None
+    param = args.args[0].arg
+    body = list(stmt.body)
+    if body and isinstance(body[0], ast.Expr) and _is_text(body[0].value):
+        body = body[1:]  # a docstring
+    if len(body) == 2 and isinstance(body[1], ast.Return):  # print(g), then return g or None
+        back = body[1].value
+        if back is None or _is_none(back) or (isinstance(back, ast.Name) and back.id == param):
+            body = body[:1]
+    if len(body) != 1 or not isinstance(body[0], ast.Return | ast.Expr):
+        return None
+    value = body[0].value
+    if value is None or (isinstance(body[0], ast.Expr) and not _is_print(value)):
+        return None
+    one = ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=param)], kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    return ast.Lambda(args=one, body=value)
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _method(node: ast.AST) -> str | None:
