@@ -588,9 +588,11 @@ GRAD_NONE = {
     "requires_grad_off": "its requires_grad was turned off (requires_grad_(False), or "
     "requires_grad = False) before it was used, so autograd does not track it and "
     "backward() gives it no .grad",
-    "detached": "it is a detach() (or .data): a copy outside the graph (requires_grad=False, "
-    "grad_fn None, is_leaf True), so no gradient flows into it, nor through it back to the "
-    "tensor it was detached from",
+    "detached": "it is a detach() (or .data): the same memory as the tensor it came from, "
+    "but outside the graph (requires_grad=False, grad_fn None, is_leaf True), so no gradient "
+    "flows into it, nor through it back to the tensor it was detached from",
+    "functional": "torch.autograd.grad returned the gradient (the gradients table shows it) "
+    "and left .grad as it was",
 }
 # the operation a step was made by (a Call's func) -> why its .grad is None
 GRAD_NONE_MADE_BY = {

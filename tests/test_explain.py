@@ -181,3 +181,17 @@ def test_explain_agrees_on_random_programs(first, second, x, y):
         (s.label, s.arriving, s.arriving_expected) for s in result.explanation.steps
     ]
     assert result.agree
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (["x**2", "--x", "2"], "∂out/∂node"),
+        (["x**2", "--x", "[1.0, 2.0]", "--weights", "ones"], "∂(Σ outᵢ)/∂node"),
+        (["x**2", "--x", "[1.0, 2.0]", "--weights", "[1, 3]"], "∂(Σ wᵢ·outᵢ)/∂node"),
+    ],
+)
+def test_the_node_table_says_what_gradient_in_is(args, what):
+    run = cli("grad", *args, "--explain")
+    assert run.exit_code == 0
+    assert f"gradient in = {what}, checked against SymPy)" in " ".join(run.stdout.split())

@@ -63,3 +63,20 @@ def test_functional_refuses_what_needs_grad():
             "Error: --functional computes with torch.autograd.grad, which returns the "
             f"gradients and fills no .grad; {name} works on .grad: leave one of them out\n"
         )
+
+
+def test_inspect_shows_the_grad_pytorch_left_none():
+    """--inspect lists .grad as PyTorch holds it: autograd.grad returned it, .grad stays None."""
+    x = torch.tensor(3.0, requires_grad=True)
+    (returned,) = torch.autograd.grad((x**2) * 3, [x])
+    assert x.grad is None and returned.item() == 18.0
+    r = ag.grad("y = x**2; out = y*3", x=3, functional=True, inspect=True)
+    assert r.agree and r.grads["x"].item() == 18.0
+    row = next(t for t in r.tensors if t.name == "x")
+    assert row.grad is None and row.grad_note_code == "functional"
+    run = cli("grad", "y=x**2; out=y*3", "--x", "3", "--functional", "--inspect")
+    assert run.exit_code == 0
+    assert (
+        "x.grad is None: torch.autograd.grad returned the gradient (the gradients table shows "
+        "it) and left .grad as it was" in " ".join(run.stdout.split())
+    )

@@ -323,3 +323,38 @@ def test_saved_rich_and_a_graph_that_saves_no_tensor(monkeypatch):
     assert add["freed"] is None and add["nodes"][0]["saved"][0]["name"] == "_saved_alpha"
     rich = " ".join(cli("graph", "x + 1", "--x", "2", "--saved").stdout.split())
     assert "no node keeps a tensor for backward, so backward() frees nothing" in rich
+
+
+EXP = ("y = exp(x); out = sum(y*sin(x))", {"x": [0.5, 1.5]})
+SAVED_BY_SYMPY = [
+    # program, values, grad_fn, saved name, what PyTorch saves there as a SymPy expression
+    (*EXP, "ExpBackward0", "_saved_result", "exp(x)"),
+    (*EXP, "MulBackward0", "_saved_self", "exp(x)"),
+    (*EXP, "MulBackward0", "_saved_other", "sin(x)"),
+    (*EXP, "SinBackward0", "_saved_self", "x"),
+    ("y = x + 2; out = sum(y*y)", {"x": [1.0, -0.5]}, "MulBackward0", "_saved_self", "x + 2"),
+    ("out = sum(tanh(x*w))", {"x": [0.3, -2.0], "w": [1.5, 0.25]}, "TanhBackward0",
+     "_saved_result", "tanh(x*w)"),
+    ("out = sum(tanh(x*w))", {"x": [0.3, -2.0], "w": [1.5, 0.25]}, "MulBackward0",
+     "_saved_other", "w"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("program", "values", "fn", "name", "formula"), SAVED_BY_SYMPY)
+def test_saved_values_are_sympys_values_of_what_the_node_keeps(program, values, fn, name, formula):
+    """Each saved tensor against SymPy's value of the sub-expression it holds (the formula is
+    test code, evaluated per element at the inputs; float32 rounding allowed)."""
+    import sympy
+
+    args = [a for n, v in values.items() for a in (f"--{n}", str(v))]
+    doc = graph_json(program, *args, "--saved")
+    node = next(n for n in doc["nodes"] if n["grad_fn"] == fn)
+    (saved,) = [s for s in node["saved"] if s["name"] == name]
+    symbols = {n: sympy.Symbol(n) for n in values}
+    expression = sympy.sympify(formula, locals=symbols)
+    length = len(next(iter(values.values())))
+    want = [
+        float(expression.subs({symbols[n]: v[i] for n, v in values.items()}).evalf(30))
+        for i in range(length)
+    ]
+    assert saved["tensor"] and saved["value"] == pytest.approx(want, rel=1e-6)

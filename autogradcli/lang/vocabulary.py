@@ -824,7 +824,7 @@ _OPS: tuple[Op, ...] = (
         torch=lambda torch, a: a.detach(),
         spelled=("bare", "torch", "Tensor"),
         kind="detach",
-        note="a copy outside the graph: the same values, no gradient through it",
+        note="the same values (and memory) outside the graph: no gradient through it",
     ),
     Op(  # a line under 'with torch.no_grad():' (written only that way)
         "no_grad",

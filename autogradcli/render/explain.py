@@ -23,11 +23,14 @@ def render_explanation(
 
 def _nodes(explanation: Explanation, output: str, hooked: bool) -> Table:
     weights = explanation.weights
-    weighted = weights is not None and not bool((weights == 1).all())
-    what = f"∂(Σ wᵢ·{output}ᵢ)/∂node" if weighted else f"∂{output}/∂node"
+    what = f"∂{output}/∂node"  # backward() of a scalar: the external gradient is 1
+    if weights is not None and not bool((weights == 1).all()):
+        what = f"∂(Σ wᵢ·{output}ᵢ)/∂node"
+    elif weights is not None and weights.size > 1:
+        what = f"∂(Σ {output}ᵢ)/∂node"  # weights of ones: the gradient of the sum
     what += " as the program's hooks changed it" if hooked else ""
     table = Table(
-        title=f"backward() node by node, in the order PyTorch ran them (numbers from hooks; "
+        title=f"backward() node by node, in the order PyTorch ran them (numbers read at each node; "
         f"gradient in = {what}, checked against SymPy)",
         title_justify="left",
         show_lines=True,
