@@ -8,11 +8,19 @@ from collections.abc import Callable
 
 from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Expression, direct_inputs
+from autogradcli.lang.tree import Call, Expression, Name, Node, direct_inputs, operands
+from autogradcli.lang.vocabulary import OPS
 from autogradcli.reference.elementwise import SymbolicModel
 from autogradcli.settings import Limits
 
 MAX_CHAIN_PATHS = 6
+
+# how a step that no gradient flows through was made, by its operation
+_BLOCKED_BY = {
+    "detach": "detach()",
+    "no_grad": "torch.no_grad()",
+    "inference_mode": "torch.inference_mode()",
+}
 
 
 def chain_rule(
@@ -47,9 +55,26 @@ def chain_rule(
         return local[(unit, wrt)]
 
     paths: list[list[str]] = []
+    # edges (step, input) no gradient flows along: the input is used only inside a
+    # detach(), or the step was made under no_grad / inference_mode; each with its cause
+    blocked: dict[tuple[str, str], str] = {}
+    reaches: dict[str, bool] = {}
+
+    def leads_to_input(unit: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``unit`` uses ``name`` at all, blocked or not."""
+        if unit not in reaches:
+            used = direct_inputs(units[unit])
+            reaches[unit] = name in used or any(
+                u in units and u not in seen and leads_to_input(u, seen | {unit}) for u in used
+            )
+        return reaches[unit]
 
     def walk_paths(unit: str, path: list[str]) -> None:
-        for used in direct_inputs(units[unit]):
+        live, detached = _flowing_inputs(units[unit])
+        for used, cause in detached.items():
+            if used == name or (used in units and leads_to_input(used)):
+                blocked.setdefault((unit, used), cause)
+        for used in live:
             if len(paths) > MAX_CHAIN_PATHS:
                 return
             if used == name:
@@ -58,12 +83,58 @@ def chain_rule(
                 walk_paths(used, [*path, unit])
 
     walk_paths(expression.output, [])
-    if all(len(p) == 2 for p in paths):  # no step between the output and the input
-        return None
     if len(paths) > MAX_CHAIN_PATHS:
         return f"more than {MAX_CHAIN_PATHS} paths from {expression.output} to {name}"
+    if not blocked and all(len(p) == 2 for p in paths):  # no step between output and input
+        return None
+    notes = [(a, b, _BLOCKED_BY.get(cause, f"{cause}()")) for (a, b), cause in blocked.items()]
+    if not paths:
+        return _all_blocked(expression.output, name, notes, latex)
+    line = _written(paths, all_shapes, factor, expression.output, name, latex)
+    return line + _blocked_note(notes, latex) if notes else line
 
-    return _written(paths, all_shapes, factor, expression.output, name, latex)
+
+def _flowing_inputs(node: Node) -> tuple[list[str], dict[str, str]]:
+    """The names a step uses that a gradient flows back to (in order of appearance), and
+    those it uses only inside a detach() or under no_grad / inference_mode: name -> the
+    operation that stops it (the outermost one)."""
+    live: dict[str, None] = {}
+    detached: dict[str, str] = {}
+
+    def visit(current: Node, stopped: str | None) -> None:
+        if isinstance(current, Call) and stopped is None and OPS[current.func].kind == "detach":
+            stopped = current.func
+        if isinstance(current, Name):
+            if stopped is None:
+                live.setdefault(current.id)
+            else:
+                detached.setdefault(current.id, stopped)
+        for child in operands(current):
+            visit(child, stopped)
+
+    visit(node, None)
+    return list(live), {n: c for n, c in detached.items() if n not in live}
+
+
+def _blocked_note(notes: list[tuple[str, str, str]], latex: bool) -> str:
+    """The edges no gradient flows along (each a factor of 0), after the chain-rule line."""
+    if latex:
+        parts = ", ".join(
+            f"\\frac{{\\partial {a}}}{{\\partial {b}}}\\text{{ ({_latex_text(c)})}}"
+            for a, b, c in notes
+        )
+        return f"\\quad\\text{{[no gradient through }}{parts}\\text{{]}}"
+    return "  [no gradient through " + ", ".join(f"∂{a}/∂{b} ({c})" for a, b, c in notes) + "]"
+
+
+def _all_blocked(output: str, name: str, notes: list[tuple[str, str, str]], latex: bool) -> str:
+    """The line when every path from the output to the input is cut: 0."""
+    head = f"\\frac{{\\partial {output}}}{{\\partial {name}}}" if latex else f"∂{output}/∂{name}"
+    return f"{head} = 0{_blocked_note(notes, latex)}"
+
+
+def _latex_text(text: str) -> str:
+    return text.replace("_", "\\_")
 
 
 def _written(

@@ -160,15 +160,21 @@ class SymbolicModel:
         through = sorted(
             str(r)
             for r in block.expr.free_symbols
-            if r in self.reductions and self._uses(r, symbol)
+            if r in self.reductions and self._flows(r, symbol)
         )
         if through:
             text += f"  [+ chain rule through {', '.join(through)}]"
         return text
 
-    def _uses(self, reduction: sp.Symbol, symbol: sp.Symbol) -> bool:
-        inner = self.reductions[reduction].expr.free_symbols
-        return symbol in inner or any(self._uses(r, symbol) for r in inner if r in self.reductions)
+    def _flows(self, reduction: sp.Symbol, symbol: sp.Symbol) -> bool:
+        """Whether a gradient flows from ``reduction`` back to ``symbol``: it uses it, and
+        not only through a detached copy (detach(), no_grad, inference_mode), which is a
+        constant to autograd."""
+        inner = self.reductions[reduction]
+        if inner.kind == "detach":
+            return False
+        free = inner.expr.free_symbols
+        return symbol in free or any(self._flows(r, symbol) for r in free if r in self.reductions)
 
     def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
         """SymPy's value of any subtree (a step, an operation) at ``values``, precise (see
