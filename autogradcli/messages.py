@@ -399,6 +399,9 @@ ERRORS: dict[str, str] = {
     "from {intermediate}, or all)",
     "retain_grad_no_grad": "[[retain_grad={name}]]: '{name}' does not require grad (it "
     "depends on no input that does), so it has no gradient to keep",
+    "grad_never_reached": "no gradient reached {name}: the output uses it only through "
+    "detach(), torch.no_grad() or torch.inference_mode(), so backward() leaves {name}.grad "
+    "None; write [[const={name}]] to make it a constant, or use it outside those",
     "all_const": "every input is [[const]]: there is nothing to differentiate",
     "tangent_unknown": "--tangent {name}=...: '{name}' is not an input that requires grad "
     "(choose from {names})",

@@ -147,6 +147,7 @@ def run_passes(
                 snapshots.append({n: to_numpy(g) for n, g in zip(names, got, strict=True)})
             else:
                 build.backward(trace.out, session.weights(), plan.retain_graph, again)
+                _reached(session, names)
                 snapshots.append({n: to_numpy(session.leaves[n].grad) for n in names})
         except TorchError as error:
             raise build.with_changes(error, trace.changes) from None
@@ -183,6 +184,14 @@ def _hook(session: Session, trace: Trace, calls: list[Any], first: bool) -> None
     for index, hook in enumerate(hooks):
         if first or hook.target in trace.steps:
             register((hook,), tensors, calls, start=index)
+
+
+def _reached(session: Session, names: list[str]) -> None:
+    """Every input asked about got a .grad (one used only under detach() or no_grad gets
+    none from PyTorch)."""
+    for name in names:
+        if session.leaves[name].grad is None:
+            raise VariableError("grad_never_reached", name=session.bound.program.shown(name))
 
 
 def tensor_of(trace: Trace, name: str) -> torch.Tensor:
