@@ -15,14 +15,34 @@ from torch.autograd.graph import get_gradient_edge
 
 from autogradcli.errors import ComputationError
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Expression, Name, Node
+from autogradcli.lang.tree import Expression, Name, Node, Rebuild, Step
 from autogradcli.results import Freed, Graph, GraphNode, Saved
 from autogradcli.torchside.build import Trace
 
 
 def label_of(node: Node, expression: Expression) -> str:
-    """How a tree node is named: a step's or input's name, else its text."""
-    return node.id if isinstance(node, Name) else unparse(node)
+    """How a tree node is named: a step's or input's name as written, else its text (with
+    the names as written: ``y`` for an earlier binding ``y_1`` of ``y``)."""
+    return unparse(_Written(expression)(node))
+
+
+class _Written(Rebuild):
+    """A tree with each step's name as the program writes it."""
+
+    def __init__(self, expression: Expression) -> None:
+        self.expression = expression
+
+    def name(self, node: Name) -> Node:
+        base, dot, attr = node.id.partition(".")
+        shown = self.expression.shown(base)
+        return node if shown == base else Name(shown + dot + attr)
+
+
+def _line_of(step: Step, expression: Expression) -> str:
+    """A step as its line writes it: ``y += 1`` for one in place, else ``y = text``."""
+    if step.in_place is not None:
+        return step.in_place.text
+    return f"{expression.shown(step.name)} = {label_of(step.node, expression)}"
 
 
 @dataclass
@@ -46,14 +66,21 @@ def owners(expression: Expression, trace: Trace) -> dict[int, Owner]:
         if isinstance(value, torch.Tensor) and value.grad_fn is not None:
             fn = value.grad_fn
             found.setdefault(id(fn), Owner(node, label_of(node, expression), fn))
-    named = [(s.name, trace.steps[s.name], s.node) for s in expression.steps]
+    _changed_in_place(expression, trace, found)
+    changed = {s.in_place.target for s in expression.steps if s.in_place is not None}
+    named = [
+        (trace.steps[s.name], _line_of(s, expression))
+        for s in expression.steps
+        if s.name not in changed  # its tensor's grad_fn now is a later line's
+    ]
     if expression.step(expression.output) is None:
-        named.append((expression.output, trace.out, expression.root))
+        label = f"{expression.output} = {label_of(expression.root, expression)}"
+        named.append((trace.out, label))
     named_by: dict[int, list[str]] = {}
-    for name, tensor, node in named:
+    for tensor, label in named:
         fn = tensor.grad_fn
         if fn is not None and id(fn) in found:  # z = y (or +y) is y itself: both names show
-            named_by.setdefault(id(fn), []).append(f"{name} = {unparse(node)}")
+            named_by.setdefault(id(fn), []).append(label)
     for key, labels in named_by.items():
         found[key].label = "; ".join(labels)
     for hook in expression.hooks:  # a step's hooks run on the gradient before its node
@@ -62,6 +89,34 @@ def owners(expression: Expression, trace: Trace) -> dict[int, Owner]:
         if fn is not None and id(fn) in found:
             found[id(fn)].label += f" · hook {hook.text} runs first"
     return found
+
+
+def _changed_in_place(expression: Expression, trace: Trace, found: dict[int, Owner]) -> None:
+    """Own the nodes of a tensor's earlier versions: ``y = x*2; y += 1`` leaves one tensor
+    whose grad_fn is AddBackward0 (``y += 1``); its first input is the MulBackward0 that
+    ``y = x*2`` made, labelled with that line (PyTorch's node, found through the graph)."""
+    made: dict[str, Step] = {s.name: s for s in expression.steps}
+    for step in expression.steps:
+        if step.in_place is None or any(
+            s.in_place is not None and s.in_place.target == step.name for s in expression.steps
+        ):
+            continue  # only the last line of each chain of changes: walk back from it
+        fn = trace.steps[step.name].grad_fn
+        current: Step | None = step
+        while current is not None and fn is not None:
+            owned = found.get(id(fn))
+            if owned is None or owned.grad_fn is not fn:
+                found[id(fn)] = Owner(current.node, _line_of(current, expression), fn)
+            else:
+                owned.node = current.node
+            if current.in_place is None:
+                break
+            current = made.get(current.in_place.target)
+            if current is None or not fn.next_functions:
+                break
+            fn = fn.next_functions[0][0]
+            if fn is None or hasattr(fn, "variable"):
+                break
 
 
 def leaf_names(leaves: dict[str, torch.Tensor]) -> dict[int, str]:
