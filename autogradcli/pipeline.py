@@ -19,8 +19,8 @@ from autogradcli.lang.analysis import calls, rounding_steps
 from autogradcli.notes import Note
 from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import UNCHECKED, rounding_relative
-from autogradcli.reference import NumericModel, Reference, choose, exact_or_none, known
-from autogradcli.reference.hooks import hooked
+from autogradcli.reference import Model, NumericModel, Reference, choose, exact_or_none, known
+from autogradcli.reference.hooks import HookedModel, hooked
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import (
     Block,
@@ -28,10 +28,11 @@ from autogradcli.results import (
     GradResult,
     HookResult,
     JacobianRow,
+    TensorResult,
     VariableResult,
 )
 from autogradcli.torchside import higher
-from autogradcli.torchside.run import Session, run_passes, start
+from autogradcli.torchside.run import Autograd, Session, run_passes, start
 
 
 def steps_of(bound: Bound, passes: int = 0) -> int:
@@ -71,7 +72,6 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     reference = reference_for(bound, session)
     hooks = _hooks(bound, autograd.hook_calls, reference.model)  # before it evaluates again
     weights = None if session.weight_tensor is None else session.seen_weights
-    numeric = hooked(NumericModel(bound.program, bound.shapes, bound.limits), bound.shapes)
     expected, notes = reference.expected, [*bound.notes, *reference.notes]
     if reference.exact and not bound.program.hooks:  # the edges' slopes know no hooks
         edge = NumericModel(bound.program, bound.shapes, bound.limits, bounds=True)
@@ -81,21 +81,13 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
         raise VariableError("explain_needs_sympy")
     numbers = None
     if settings.numeric and reference.exact:
+        numeric = NumericModel(bound.program, bound.shapes, bound.limits)
+        numeric = hooked(numeric, bound.shapes, bound.limits)
         numbers = numeric.evaluate(session.seen, weights, bound.differentiate)
     steps = steps_of(bound, plan.repeat)
     judge = Judge(session, autograd, reference, expected, numbers, plan, steps)
     variables = _variables(bound, session, judge, reference, notes)
-    if plan.functional:
-        state = ", ".join(
-            f"{n}.grad is {'None' if none else 'set'}" for n, none in autograd.untouched.items()
-        )
-        notes.append(Note("functional", {"grads": state}))
-    if plan.same_graph and not plan.retain_graph and plan.repeat > 1:
-        notes.append(Note("graph_not_freed", {"repeat": plan.repeat}))
-    changing = [h for h in bound.program.hooks if h.body is not None]
-    if changing:
-        on = dict.fromkeys(bound.program.shown(h.target) for h in changing)
-        notes.append(Note("hooks", {"tensors": ", ".join(on)}))
+    notes += _pass_notes(bound, plan, autograd)
     explanation = tensors = None
     if request.explain and autograd.recorder is not None:
         from autogradcli.check.explain import explain
@@ -113,13 +105,7 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
 
         scale = plan.times(plan.repeat, plan.same_graph)
         tensors = inspect_tensors(session, autograd.trace, reference.model, variables, scale)
-        if plan.functional:  # autograd.grad returned the gradients; .grad is as it was
-            tensors = tuple(
-                replace(t, grad=None, grad_expected=None, grad_agree=None, grad_note_code=FN)
-                if autograd.untouched.get(t.name)
-                else t
-                for t in tensors
-            )
+        tensors = _as_held(tensors, autograd)
     output_verdict, output_cause = judge.output()
     return GradResult(
         expression=bound.program.text,
@@ -149,7 +135,32 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     )
 
 
-FN = "functional"  # a leaf's .grad left None by torch.autograd.grad
+def _pass_notes(bound: Bound, plan: Passes, autograd: Autograd) -> list[Note]:
+    """What the passes did that the numbers alone do not say."""
+    notes = []
+    if plan.functional:
+        state = ", ".join(
+            f"{n}.grad is {'None' if none else 'set'}" for n, none in autograd.untouched.items()
+        )
+        notes.append(Note("functional", {"grads": state}))
+    if plan.same_graph and not plan.retain_graph and plan.repeat > 1:
+        notes.append(Note("graph_not_freed", {"repeat": plan.repeat}))
+    changing = [h for h in bound.program.hooks if h.body is not None]
+    if changing:
+        on = dict.fromkeys(bound.program.shown(h.target) for h in changing)
+        notes.append(Note("hooks", {"tensors": ", ".join(on)}))
+    return notes
+
+
+def _as_held(tensors: tuple[TensorResult, ...], autograd: Autograd) -> tuple[TensorResult, ...]:
+    """Each leaf's .grad as PyTorch holds it: torch.autograd.grad (--functional) returned
+    the gradients and left .grad None (``untouched``)."""
+    return tuple(
+        replace(t, grad=None, grad_expected=None, grad_agree=None, grad_note_code="functional")
+        if autograd.untouched.get(t.name)
+        else t
+        for t in tensors
+    )
 
 
 def _no_hooks(bound: Bound, command: str) -> None:
@@ -158,7 +169,7 @@ def _no_hooks(bound: Bound, command: str) -> None:
         raise VariableError("hooks_grad_only", command=command)
 
 
-def _hooks(bound: Bound, runs: list[Any], model: Any) -> tuple[HookResult, ...]:
+def _hooks(bound: Bound, runs: list[Any], model: Model) -> tuple[HookResult, ...]:
     """Each hook's first run in PyTorch beside the reference's (``HookedModel``)."""
     found = []
     rtol, atol = bound.settings.tolerance
@@ -166,8 +177,8 @@ def _hooks(bound: Bound, runs: list[Any], model: Any) -> tuple[HookResult, ...]:
         call = next((c for c in runs if c.index == index), None)
         received = None if call is None else call.received
         returned = None if call is None else call.returned
-        want = getattr(model, "received", {}).get(index)
-        want_back = getattr(model, "returned", {}).get(index)
+        want = model.received.get(index) if isinstance(model, HookedModel) else None
+        want_back = model.returned.get(index) if isinstance(model, HookedModel) else None
         pairs = [(received, want), (returned, want_back)]
         agree = None
         if received is not None or want is not None:

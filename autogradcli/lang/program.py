@@ -655,11 +655,9 @@ def active_hooks(statements: list[Statement] | tuple[Statement, ...]) -> tuple[H
 def _as_lambda(stmt: ast.FunctionDef) -> ast.Lambda | None:
     """``def hook(g): return g * 2`` (or a body that prints ``g``) as the lambda it is;
     None for any other function."""
-    args = stmt.args
-    plain = not (args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg)
-    if stmt.decorator_list or not plain or len(args.args) != 1 or args.defaults:
+    if stmt.decorator_list or not _one_argument(stmt.args):
         return None
-    param = args.args[0].arg
+    param = stmt.args.args[0].arg
     body = list(stmt.body)
     if body and isinstance(body[0], ast.Expr) and _is_text(body[0].value):
         body = body[1:]  # a docstring

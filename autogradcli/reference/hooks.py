@@ -56,7 +56,8 @@ class HookedModel:
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> Model:
         names = {*expression.variables, *(s.name for s in expression.steps)}
         kept = tuple(h for h in self.expression.hooks if h.target in names)
-        return hooked(self.base.for_program(replace(expression, hooks=kept), shapes), shapes)
+        base = self.base.for_program(replace(expression, hooks=kept), shapes)
+        return hooked(base, shapes, self.limits)
 
     # --- the reverse pass in pieces -------------------------------------------------------
 
@@ -140,14 +141,9 @@ class HookedModel:
         return _shaped(model.value(hook.body, {hook.param: np.asarray(grad)}), np.shape(grad))
 
 
-def hooked(model: Model, shapes: dict[str, Shape], limits: Limits | None = None) -> Model:
+def hooked(model: Model, shapes: dict[str, Shape], limits: Limits) -> Model:
     """``model`` with its program's hooks applied (itself when the program has none)."""
-    if not model.expression.hooks:
-        return model
-    if isinstance(model, HookedModel):
-        model = model.base
-    limits = limits or getattr(model, "limits", None) or Limits()
-    return HookedModel(model, shapes, limits)
+    return HookedModel(model, shapes, limits) if model.expression.hooks else model
 
 
 def _shaped(value: Any, shape: tuple[int, ...]) -> np.ndarray:

@@ -76,8 +76,8 @@ def run_cell(bound: Bound) -> CellRun:
                 stepper.step(statement)
             elif isinstance(statement, Hook):
                 tensors = {**leaves, **stepper.steps}
-                kept = register((statement,), tensors, [])
-                handles.setdefault(statement.handle, []).extend(kept)
+                kept = register(statement, tensors, [])
+                handles.setdefault(statement.handle, []).append(kept)
             elif isinstance(statement, Unhook):
                 for handle in handles.pop(statement.handle, []):
                     handle.remove()

@@ -85,20 +85,14 @@ class HookCall:
 
 
 def register(
-    hooks: tuple[Hook, ...],
-    tensors: dict[str, torch.Tensor],
-    calls: list[HookCall],
-    start: int = 0,
-) -> list[Any]:
-    """``tensor.register_hook`` for each hook (numbered from ``start``), as the program wrote
-    it; each run is logged in ``calls``. Returns the handles."""
-    handles = []
-    for index, hook in enumerate(hooks, start):
-        try:
-            handles.append(tensors[hook.target].register_hook(_tensor_hook(index, hook, calls)))
-        except RuntimeError as exc:  # a tensor that does not require grad
-            raise TorchError(str(exc)) from None
-    return handles
+    hook: Hook, tensors: dict[str, torch.Tensor], calls: list[HookCall], index: int = 0
+) -> Any:
+    """``tensor.register_hook`` as the program wrote it (the ``index``-th hook); each run is
+    logged in ``calls``. Returns the handle."""
+    try:
+        return tensors[hook.target].register_hook(_tensor_hook(index, hook, calls))
+    except RuntimeError as exc:  # a tensor that does not require grad
+        raise TorchError(str(exc)) from None
 
 
 def _tensor_hook(index: int, hook: Hook, calls: list[HookCall]) -> Any:

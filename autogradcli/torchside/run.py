@@ -183,7 +183,7 @@ def _hook(session: Session, trace: Trace, calls: list[Any], first: bool) -> None
     tensors = {**session.leaves, **trace.steps}
     for index, hook in enumerate(hooks):
         if first or hook.target in trace.steps:
-            register((hook,), tensors, calls, start=index)
+            register(hook, tensors, calls, index)
 
 
 def _reached(session: Session, names: list[str]) -> None:
