@@ -170,8 +170,10 @@ def nearest(name: str, known: list[str]) -> str | None:
     return close[0] if close else None
 
 
-def module_of(text: str, limits: Limits) -> ast.Module:
-    """Python's syntax tree of the text, after the checks that come before parsing."""
+def module_of(text: str, limits: Limits, caret_power: bool = True) -> ast.Module:
+    """Python's syntax tree of the text, after the checks that come before parsing.
+    ``caret_power``: ``^`` is read as ``**`` (an expression); False for a cell, where it
+    is Python's bitwise xor."""
     if len(text) > limits.max_length:
         raise LimitError("expression_too_long", length=len(text), limit=limits.max_length)
     if not text.strip():
@@ -180,7 +182,7 @@ def module_of(text: str, limits: Limits) -> ast.Module:
         plain = unicodedata.normalize("NFKC", word)
         if plain != word:  # Python would silently read it as another name
             raise ExpressionError("name_normalized", word=word, plain=plain)
-    source = _source(text)
+    source = _source(text.replace("^", "**") if caret_power else text)
     try:
         module = ast.parse(source, mode="exec")
     except SyntaxError as exc:
@@ -198,9 +200,9 @@ def module_of(text: str, limits: Limits) -> ast.Module:
 
 
 def _source(text: str) -> str:
-    """The text as Python reads it: ``^`` is power, and a program's lines lose the common
-    indentation (lines of a ``with`` block keep theirs)."""
-    lines = text.replace("^", "**").strip("\n").splitlines()
+    """The text as Python reads it: a program's lines lose the common indentation (lines
+    of a ``with`` block keep theirs)."""
+    lines = text.strip("\n").splitlines()
     if len(lines) == 1 or not any(line.rstrip().endswith(":") for line in lines):
         return "\n".join(line.strip() for line in lines)
     import textwrap
