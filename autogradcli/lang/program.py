@@ -16,7 +16,9 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autogradcli.errors import ExpressionError
@@ -32,6 +34,7 @@ from autogradcli.lang.tree import (
     Leaf,
     Name,
     Node,
+    Num,
     Rebuild,
     Reset,
     Show,
@@ -84,6 +87,108 @@ _STATEMENTS: dict[type, str] = {
 }
 
 
+@dataclass(frozen=True)
+class Guard:
+    """A point of a cell's line where Python itself raises, or may, before the line has a
+    value, checked on the tensors of that moment: ``a ^ b`` (``xor``: bitwise, which
+    PyTorch refuses for floating point), ``np.f(t)`` (``numpy``: NumPy reads
+    ``t.numpy()``, refused for a tensor that requires grad), ``math.f(t)`` (``math``:
+    ``float(t)``, refused past one element, then Python's ``math.f``). ``operands`` are
+    trees (or numbers) read under ``mode`` (the grad mode of a ``with`` block); ``func``
+    is the ``math`` function's name."""
+
+    kind: str
+    operands: tuple[Node | float, ...]
+    text: str
+    mode: str = ""
+    func: str = ""
+
+
+class _Python(ast.NodeTransformer):
+    """A cell's expression as Python runs it: ``^`` between numbers folded as Python does
+    (or Python's TypeError), ``math.f`` of numbers folded with Python's ``math`` (only the
+    vocabulary's names, on literals); what needs the tensors of that moment is recorded
+    (kind, argument nodes, function), in evaluation order. Nothing is evaluated from
+    text: the numbers are literals read from the syntax tree."""
+
+    def __init__(self, path: Callable[[ast.AST], str | None]) -> None:
+        self.path = path
+        self.found: list[tuple[str, list[ast.expr], str]] = []
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.BitXor):
+            return node
+        left, right = _literal(node.left), _literal(node.right)
+        if left is not None and right is not None:
+            if type(left) is int and type(right) is int:
+                return ast.copy_location(ast.Constant(left ^ right), node)
+            raise ExpressionError(
+                "xor_numbers",
+                text=ast.unparse(node),
+                left=type(left).__name__,
+                right=type(right).__name__,
+            )
+        self.found.append(("xor", [node.left, node.right], ""))
+        return ast.copy_location(ast.BinOp(node.left, ast.Pow(), node.right), node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        path = self.path(node.func) or ""
+        space, _, func = path.partition(".")
+        if space not in ("np", "math") or path not in _spellings():
+            return node
+        args = [
+            e for a in node.args for e in (a.elts if isinstance(a, ast.List | ast.Tuple) else [a])
+        ]
+        numbers = [_literal(a) for a in args]
+        if space == "np":
+            if any(n is None for n in numbers):
+                self.found.append(("numpy", args, func))
+            return node
+        if numbers and not node.keywords and all(n is not None for n in numbers):
+            value = _math(func, numbers)  # type: ignore[arg-type]
+            if value is not None:
+                return ast.copy_location(ast.Constant(value), node)
+        self.found.append(("math", args, func))
+        if all(n is not None for n in numbers):
+            return node  # Python raises here: the guard says so when the line runs
+        # a Python float outside the graph: one element, no gradient through it
+        summed = ast.Call(ast.Attribute(node, "sum", ast.Load()), [], [])
+        return ast.Call(ast.Attribute(summed, "detach", ast.Load()), [], [])
+
+
+def _spellings() -> dict[str, object]:
+    from autogradcli.lang.vocabulary import SPELLINGS
+
+    return SPELLINGS  # type: ignore[return-value]
+
+
+def _literal(node: ast.AST) -> int | float | None:
+    """A number written as such (``2``, ``-0.5``), or None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        inner = _literal(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value  # type: ignore[no-any-return]
+    return None
+
+
+def _math(func: str, numbers: list[float]) -> float | None:
+    """Python's ``math.func(*numbers)`` where it is a finite number, else None (where it
+    raises, the line raises when it runs)."""
+    function = getattr(math, func, None)
+    if function is None or func.startswith("_"):
+        return None
+    try:
+        value = function(*numbers)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if type(value) not in (int, float) or not math.isfinite(value):
+        return None
+    return value  # type: ignore[no-any-return]
+
+
 @dataclass
 class _Builder:
     """Reads a cell line by line: names to their current step, leaves, and statements."""
@@ -108,6 +213,11 @@ class _Builder:
     hooked: set[str] = field(default_factory=set)  # the tensors a hook is on
     functions: dict[str, ast.Lambda] = field(default_factory=dict)  # hook functions, by name
     registered: set[str] = field(default_factory=set)  # those register_hook was given
+    cell: bool = False  # read as Python runs it: ^ is xor, np./math. see the tensors
+    guards: list[Guard] = field(default_factory=list)  # the line's, before its statement
+    mode: str = ""  # the grad mode of the line being read
+    line_text: str = ""
+    lifts: dict[int, Name] = field(default_factory=dict)  # a constructor lifted once
 
     def written(self, stmt: ast.AST) -> str:
         """The line as the cell writes it (its spacing kept), for showing."""
@@ -158,12 +268,32 @@ class _Builder:
             called = part.func if isinstance(part, ast.Call) else None
             if isinstance(called, ast.Name) and called.id in self.functions:
                 raise ExpressionError("function_not_hook", name=called.id)
+        found: list[tuple[str, list[ast.expr], str]] = []
+        if self.cell:
+            python = _Python(self.converter().path)
+            node = python.visit(node)
+            found = python.found
         tree = self.resolve(self.converter(readable)(node))
         check_constants(tree, self.limits)
+        for kind, args, func in found:
+            operands = tuple(self.operand(a, readable) for a in args)
+            self.guards.append(Guard(kind, operands, self.line_text, self.mode, func))
         return tree
+
+    def operand(self, node: ast.expr, readable: bool) -> Node | float:
+        """One operand of a guard: a number as it is, else its tree (a constructor in it
+        is the value the line itself lifted)."""
+        number = _literal(node)
+        if number is not None:
+            return number
+        tree = self.resolve(self.converter(readable)(node))
+        return tree.value if isinstance(tree, Num) else tree
 
     def lift(self, node: ast.Call) -> Name:
         """A constructor inside an expression: a constant the program defines."""
+        if id(node) in self.lifts:  # read again as a guard's operand: the same value
+            return self.lifts[id(node)]
+        original = node
         node = copy.deepcopy(node)
         for part in ast.walk(node):  # len(y) reads the y of this line, not an earlier one
             if is_len(part):
@@ -178,11 +308,21 @@ class _Builder:
         if name not in self.leaves:
             self.leaves[name] = Leaf(name, source, flag)
             self.taken.add(name)
+        self.lifts[id(original)] = Name(name)
         return Name(name)
 
     # --- lines -------------------------------------------------------------------------
 
     def line(self, stmt: ast.stmt, last: bool, no_grad: str = "") -> None:
+        """One line; in a cell, the points where Python raises go just before it."""
+        start = len(self.statements)
+        self.guards, self.mode, self.line_text = [], no_grad, self.written(stmt)
+        self.read_line(stmt, last, no_grad)
+        if self.guards:
+            self.statements[start:start] = self.guards  # type: ignore[assignment]
+            self.guards = []
+
+    def read_line(self, stmt: ast.stmt, last: bool, no_grad: str = "") -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             self.imports(stmt)
         elif isinstance(stmt, ast.Assign):
@@ -256,6 +396,11 @@ class _Builder:
 
     def augmented(self, stmt: ast.AugAssign, no_grad: str) -> None:
         """``y += e``: in place on a tensor (as Python runs it), else ``y = y + e``."""
+        if self.cell and isinstance(stmt.op, ast.BitXor) and isinstance(stmt.target, ast.Name):
+            # y ^= e is y = y ^ e as Python runs it (bitwise; PyTorch refuses floats)
+            value = ast.BinOp(ast.Name(stmt.target.id, ast.Load()), ast.BitXor(), stmt.value)
+            self.add_step(stmt.target.id, self.expression(value))
+            return None
         if not isinstance(stmt.target, ast.Name) or type(stmt.op) not in AUGMENTED:
             raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
         written = stmt.target.id
@@ -740,9 +885,44 @@ def _flag(node: ast.Call, name: str) -> bool:
 
 
 def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()) -> Expression:
-    """Parse an expression, a program of named steps, or a notebook cell."""
-    module = module_of(text, limits)
-    return _Builder(text, limits, given).build(module)
+    """Parse an expression, a program of named steps, or a notebook cell. A cell (it calls
+    backward() or print(...)) is PyTorch code and means what Python means: ``^`` is
+    bitwise xor, ``np.f``/``math.f`` of a tensor do what NumPy and ``math`` do. In an
+    expression ``^`` is power and ``np.``/``math.`` name the same functions as ``torch.``."""
+    cell = _looks_like_cell(module_of(text, limits, caret_power=False))
+    program = _build(text, limits, given, cell)
+    if program.is_cell != cell:
+        program = _build(text, limits, given, program.is_cell)
+    return program
+
+
+def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Expression:
+    module = module_of(text, limits, caret_power=not cell)
+    return _Builder(text, limits, given, cell=cell).build(module)
+
+
+def _looks_like_cell(module: ast.Module) -> bool:
+    """Whether the text calls backward() or print(...) (what makes a cell)."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "backward":
+                return True
+            if isinstance(func, ast.Name) and func.id == "print":
+                return True
+    return False
+
+
+def caret_power(text: str) -> bool:
+    """Whether an expression's text writes ``^`` outside strings (read there as ``**``)."""
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return "^" in text
+    return any(t.type == tokenize.OP and t.string in ("^", "^=") for t in tokens)
 
 
 def used_names(node: Node) -> set[str]:

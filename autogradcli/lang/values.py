@@ -79,13 +79,15 @@ class RandomSource:
         """Whether any random value was drawn (so the seed matters)."""
         return self._generator is not None
 
-    def draw(self, kind: str, shape: tuple[int, ...]) -> np.ndarray:
+    def draw(self, kind: str, shape: tuple[int, ...], dtype: str | None = None) -> np.ndarray:
+        """A draw in ``dtype`` (the constructor's ``dtype=``; the settings' without one):
+        PyTorch's generator gives other numbers in another dtype."""
         import torch
 
         if self._generator is None:
             self._generator = torch.Generator().manual_seed(self.seed)
         sample = getattr(torch, kind)(
-            shape, generator=self._generator, dtype=getattr(torch, self.dtype_name)
+            shape, generator=self._generator, dtype=getattr(torch, dtype or self.dtype_name)
         )
         return sample.to(torch.float64).numpy()
 
@@ -156,6 +158,8 @@ class _Reader:
         self.limits = limits
         self.random = random
         self.shapes = shapes or {}
+        # the dtype PyTorch computes a constructor in without dtype=: the run's
+        self.default = "float64" if random is None else random.dtype_name
         self.dtype: str | None = None
         self.integral = False
         self.sized = False  # a shape written as a tuple: () is a single number
@@ -326,7 +330,9 @@ class _Reader:
         if not math.isfinite(count):
             raise LimitError("arange_too_many")
         check_elements((max(math.ceil(count), 0),), self.limits)
-        return np.arange(start, end, step, dtype=np.float64)
+        whole = self.integral or self.dtype == "integer"
+        bounds = [int(n) if whole and n.is_integer() else n for n in (start, end, step)]
+        return self.computed("arange", *bounds)
 
     def linspace(self, args: list[ast.expr]) -> np.ndarray:
         if len(args) != 3:
@@ -336,7 +342,24 @@ class _Reader:
         if steps < 0:
             raise ValueSpecError("linspace_negative")
         check_elements((steps,), self.limits)
-        return np.linspace(start, end, steps)
+        return self.computed("linspace", start, end, steps)
+
+    def computed(self, name: str, *args: float) -> np.ndarray:
+        """``torch.linspace``/``torch.arange`` as PyTorch computes them, in the dtype it
+        computes them in (``dtype=``, else an integer one for integer ``arange``
+        arguments, else the run's): not float64 values rounded afterwards, which differ
+        in the last place. The arguments are numbers read from the text."""
+        import torch
+
+        if self.dtype == "integer" or (self.dtype is None and self.integral):
+            dtype = torch.int64
+        else:
+            dtype = getattr(torch, self.dtype or self.default)
+        try:
+            made = getattr(torch, name)(*args, dtype=dtype)
+        except RuntimeError as exc:
+            raise ValueSpecError("constructor_refused", name=name, detail=str(exc)) from None
+        return made.to(torch.float64).numpy()
 
     def reshape(self, args: list[ast.expr]) -> np.ndarray:
         if len(args) < 2:
@@ -353,7 +376,8 @@ class _Reader:
             shape = self.shape(args, kind)
             if self.random is None:
                 raise ValueSpecError("random_unavailable", kind=kind)
-            return self.random.draw(kind, shape)
+            dtype = self.dtype if self.dtype not in (None, "integer") else None
+            return self.random.draw(kind, shape, dtype)
 
         return draw
 

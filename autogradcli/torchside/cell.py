@@ -5,6 +5,8 @@ resets clear it, and each ``print(...)`` reads the values of that moment."""
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +14,14 @@ import numpy as np
 import torch
 
 from autogradcli.bind import Bound
-from autogradcli.errors import AutogradCliError, ComputationError, TorchError, VariableError
+from autogradcli.errors import (
+    AutogradCliError,
+    ComputationError,
+    ExpressionError,
+    TorchError,
+    VariableError,
+)
+from autogradcli.lang.program import Guard
 from autogradcli.lang.tree import (
     Backward,
     Hook,
@@ -81,6 +90,8 @@ def run_cell(bound: Bound) -> CellRun:
             elif isinstance(statement, Unhook):
                 for handle in handles.pop(statement.handle, []):
                     handle.remove()
+            elif isinstance(statement, Guard):
+                _guard(statement, value)
             elif isinstance(statement, Backward):
                 events.append(_backward(statement, value, bound, leaves, stepper.changes))
             elif isinstance(statement, Reset):
@@ -114,6 +125,42 @@ def _backward(
         to_numpy(target),
         None if gradient is None else to_numpy(gradient),
     )
+
+
+def _guard(guard: Guard, value: Any) -> None:
+    """Where Python raises in a cell line, raise as it does: PyTorch's own error for
+    ``^`` on floating point tensors and for NumPy reading a tensor that requires grad,
+    PyTorch's or ``math``'s for ``math.f`` of a tensor past one element or outside the
+    function's domain. A bitwise xor that PyTorch computes (integer or bool tensors) is
+    refused: it is not a power."""
+    with build.MODES[guard.mode](torch):
+        operands = [o if isinstance(o, int | float) else value(o) for o in guard.operands]
+    with warnings.catch_warnings():  # float() of a tensor that requires grad warns
+        warnings.simplefilter("ignore")
+        try:
+            if guard.kind == "xor":
+                operands[0] ^ operands[1]
+            elif guard.kind == "numpy":
+                for operand in operands:
+                    if isinstance(operand, torch.Tensor) and operand.requires_grad:
+                        operand.numpy()  # what NumPy calls: PyTorch refuses it
+            else:
+                numbers = [float(o) for o in operands]
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise TorchError(str(exc), in_cell=True) from None
+    if guard.kind == "xor":
+        raise ExpressionError("xor_bitwise", text=guard.text)
+    if guard.kind == "math":
+        try:
+            getattr(math, guard.func)(*numbers)
+        except (ValueError, OverflowError, TypeError) as exc:
+            raise ComputationError(
+                "python_raised",
+                line=guard.text,
+                error=type(exc).__name__,
+                detail=str(exc),
+                call=f"math.{guard.func}",
+            ) from None
 
 
 def _at_line(error: AutogradCliError, statement: Statement) -> AutogradCliError:
