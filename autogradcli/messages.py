@@ -337,6 +337,7 @@ ERRORS: dict[str, str] = {
     "arange_step": "arange() needs finite numbers and a step that is not 0",
     "arange_too_many": "arange() would have too many elements; use a larger step",
     "linspace_arguments": "linspace() takes (start, end, steps), e.g. linspace(0,1,5)",
+    "constructor_refused": "PyTorch refuses {name}() with these arguments: {detail}",
     "linspace_negative": "steps in linspace() cannot be negative",
     "reshape_arguments": "reshape() needs a value and a shape, e.g. reshape(arange(6),2,3)",
     "reshape_size": "cannot reshape {size} elements into shape {shape}",
@@ -450,6 +451,12 @@ ERRORS: dict[str, str] = {
     "the DOT text with [[dot=FILE]] and render it elsewhere",
     # computing
     "pytorch_forward": "PyTorch could not compute the expression: {detail}",
+    "python_raised": "'{line}': Python: {call} raises {error}: {detail}; a cell stops "
+    "there, as Python would",
+    "xor_bitwise": "'{text}': ^ is bitwise xor in Python and PyTorch (computed here on "
+    "integer or bool tensors), which autograd-cli does not follow; write ** for a power",
+    "xor_numbers": "'{text}': Python: unsupported operand type(s) for ^: '{left}' and "
+    "'{right}' (TypeError); ^ is bitwise xor in a cell, write ** for a power",
     "no_graph": "the output has no grad_fn: nothing it depends on requires grad, so PyTorch "
     "recorded no graph; drop [[const]] for an input, or use a variable",
     "graphviz_failed": "Graphviz could not write {path}: {detail}",
