@@ -20,7 +20,7 @@ from autogradcli.lang.tree import (
     Unary,
     walk,
 )
-from autogradcli.lang.vocabulary import CONSTANTS, KINKED, OPS, definition
+from autogradcli.lang.vocabulary import CONSTANTS, KINKED, OPS, definition, every_dim
 from autogradcli.settings import Limits
 
 MAX_INT_BITS = 1024  # integer constants stay below the float range
@@ -92,7 +92,7 @@ def is_full_reduction(node: Node) -> bool:
     return (
         isinstance(node, Call)
         and node.func in ("sum", "mean")
-        and node.dim is None
+        and every_dim(node.dim) is None
         and not node.options.get("keepdim")
     )
 
@@ -141,30 +141,98 @@ def has_kink(expression: Expression) -> bool:
     return bool(calls(expression) & KINKED)
 
 
+def reduction_steps(elements: int) -> int:
+    """Rounding steps a pairwise sum of ``elements`` numbers adds (``verdict``'s rule)."""
+    from autogradcli.policy.verdict import reduction_steps as steps
+
+    return steps(elements)
+
+
+class _Rounding(Fold[int]):
+    """Rounded operations behind one number of a subtree (see ``rounding_steps``); an
+    operation the vocabulary defines through others (a loss) counts as its definition."""
+
+    def __init__(self, shapes: dict[str, tuple[int, ...]], limits: Limits) -> None:
+        super().__init__()
+        self.shapes, self.limits = shapes, limits
+
+    def apply(self, node: Node, values: list[int]) -> int:
+        if isinstance(node, Call):
+            names = [Name(f"#{k}") for k in range(len(values))]
+            body = definition(node, names)
+            if body is not None:  # the placeholders take the arguments' shapes and counts
+                saved = self.shapes
+                given = {n.id: self.shape(a) for n, a in zip(names, node.args, strict=True)}
+                self.shapes = {**saved, **given}
+                try:
+                    return self.within(body, {n.id: v for n, v in zip(names, values, strict=True)})
+                finally:
+                    self.shapes = saved
+        return super().apply(node, values)
+
+    def shape(self, node: Node) -> tuple[int, ...]:
+        from autogradcli.lang.shapes import infer_shape
+
+        return infer_shape(node, self.shapes, self.limits)
+
+    def num(self, node: Num) -> int:
+        return 0
+
+    def name(self, node: Name) -> int:
+        return 0  # an input (a step's name is bound to its own count)
+
+    def unary(self, node: Unary, operand: int) -> int:
+        return 3 + operand
+
+    def binary(self, node: Binary, left: int, right: int) -> int:
+        if node.op == "*" and 0 in (constant_value(node.left), constant_value(node.right)):
+            return 0  # a dead term: exactly 0, and so is its gradient
+        if node.op == "@":
+            inner = self.shape(node.left)
+            return 3 + left + right + reduction_steps(inner[-1] if inner else 1)
+        return 3 + left + right
+
+    def call(self, node: Call, args: list[int]) -> int:
+        op = OPS[node.func]
+        if op.kind == "constant":
+            return 0  # ones_like(x), zeros_like(x): exact
+        if not op.reduces:
+            return 3 + sum(args)
+        count = self.count(node)
+        if node.func == "prod":  # n - 1 roundings, and each factor's error counted n times
+            return 3 + count * sum(args) + max(count - 1, 0)
+        return 3 + sum(args) + reduction_steps(count)
+
+    def index(self, node: Index, value: int) -> int:
+        return value
+
+    def count(self, node: Call) -> int:
+        """How many numbers the reduction combines into one."""
+        shape = self.shape(node.arg)
+        dim = every_dim(node.dim)
+        if dim is None or not shape:
+            return math.prod(shape)
+        dims = dim if isinstance(dim, tuple) else (dim,)
+        return math.prod(shape[d] for d in dims)
+
+
 def rounding_steps(
     expression: Expression, shapes: dict[str, tuple[int, ...]], limits: Limits
 ) -> int:
-    """Rounded operations behind one number of the result (see ``verdict``): three per
-    operation (forward, local derivative, product), plus ceil(log2 n) for each sum of n
-    numbers: reductions, matrix products and the gradient of a broadcast input."""
+    """Rounded operations behind one number of the result (see ``verdict``), counted over
+    the operations whose value reaches the output: three per operation (forward, local
+    derivative, product); ceil(log2 n) more for each sum of n numbers (reductions, matrix
+    products, the gradient of a broadcast input); for a product of n numbers n - 1 more,
+    and its factors' own steps n times. A step the output does not use, and a term
+    multiplied by a constant 0, count nothing."""
     from autogradcli.lang.shapes import infer_shape, program_shapes
-    from autogradcli.policy.verdict import reduction_steps
 
     shapes = program_shapes(expression, shapes, limits)
-    steps = 0
-    for root in expression.roots():
-        for node in walk(root):
-            if isinstance(node, (Unary, Binary, Call)):
-                steps += 3
-            if isinstance(node, Call) and OPS[node.func].reduces:
-                shape = infer_shape(node.arg, shapes, limits)
-                dims = node.dim if isinstance(node.dim, tuple) else (node.dim,)
-                count = math.prod(shape)
-                if node.dim is not None and shape:
-                    count = math.prod(shape[d] for d in dims)
-                steps += reduction_steps(count)
-            elif isinstance(node, Binary) and node.op == "@":
-                steps += reduction_steps(infer_shape(node.left, shapes, limits)[-1])
+    fold = _Rounding(shapes, limits)
+    counts: dict[str, int] = {}
+    for step in expression.steps:
+        counts[step.name] = fold.within(step.node, counts)
+    steps = fold.within(expression.root, counts)
     out = math.prod(infer_shape(expression.root, shapes, limits))
     spread = max((out // max(math.prod(shapes[n]), 1) for n in expression.variables), default=1)
     return steps + reduction_steps(spread)

@@ -116,9 +116,15 @@ def _axes(dim: Any, ndim: int) -> tuple[int, ...] | None:
     return found
 
 
+def every_dim(dim: Any) -> Any:
+    """A reduction's ``dim`` as the reference reads it: PyTorch reduces over every dim
+    when ``dim`` is None or empty (``sum(x, ())``, ``torch.sum(x, [])``)."""
+    return None if dim == () else dim
+
+
 def reduced(shape: Shape, dim: Any = None, keepdim: bool = False) -> Shape:
-    """The shape after reducing ``dim`` (all dims when None)."""
-    axes = _axes(dim, len(shape))
+    """The shape after reducing ``dim`` (all dims when None or empty)."""
+    axes = _axes(every_dim(dim), len(shape))
     if not shape:
         return ()
     if axes is None:
@@ -129,7 +135,9 @@ def reduced(shape: Shape, dim: Any = None, keepdim: bool = False) -> Shape:
 
 
 def _np_axes(dim: Any, ndim: int) -> Any:
-    """A dim for NumPy on an object array (a 0-d array has no axes: all of it)."""
+    """A reduction's dim for NumPy on an object array (a 0-d array has no axes: all of it;
+    an empty dim is every dim, as in PyTorch)."""
+    dim = every_dim(dim)
     return None if dim is None or ndim == 0 else _axes(dim, ndim)
 
 
@@ -496,9 +504,16 @@ def _bce_logits(
     return _reduce(_times(weight, loss), reduction)
 
 
+def _softplus(sp: Any, a: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """PyTorch's softplus: log(1 + exp(beta*x))/beta, and x itself where beta*x > threshold
+    (its derivative 1 there)."""
+    b, t = sp.nsimplify(beta), sp.nsimplify(threshold)
+    return sp.Piecewise((a, b * a > t), (sp.log(1 + sp.exp(b * a)) / b, True))
+
+
 def _gelu(sp: Any, a: Any, approximate: str = "none") -> Any:
-    if approximate == "tanh":
-        inner = sp.sqrt(2 / sp.pi) * (a + sp.Float(0.044715) * a**3)
+    if approximate == "tanh":  # PyTorch's constants: sqrt(2/pi) and 0.044715
+        inner = sp.sqrt(2 / sp.pi) * (a + sp.Rational(44715, 1000000) * a**3)
         return a * (1 + sp.tanh(inner)) / 2
     return a * (1 + sp.erf(a / sp.sqrt(2))) / 2
 
@@ -693,12 +708,12 @@ _OPS: tuple[Op, ...] = (
         torch=lambda torch, a, beta=1.0, threshold=20.0: torch.nn.functional.softplus(
             a, beta=beta, threshold=threshold
         ),
-        sympy=lambda sp, a, beta=1.0, threshold=20.0: (
-            sp.log(1 + sp.exp(sp.nsimplify(beta) * a)) / sp.nsimplify(beta)
-        ),
+        sympy=_softplus,
         params=(Param("beta", "float", 1.0), Param("threshold", "float", 20.0)),
         spelled=("bare", "F"),
-        note="log(1 + exp(x)); PyTorch returns x itself past x = 20",
+        note="log(1 + exp(beta*x))/beta; PyTorch returns x itself where beta*x > threshold",
+        kink="softplus switches to x itself at beta*x = threshold",
+        kink_atoms=("Piecewise",),
     ),
     Op(
         "logsigmoid",
@@ -978,7 +993,7 @@ _OPS: tuple[Op, ...] = (
     ),
     Op(
         "permute",
-        torch=lambda torch, a, dims: a.permute(*dims),
+        torch=lambda torch, a, dims: a.permute(dims),
         components=lambda sp, np, a, dims: np.transpose(a, [axis(d, a.ndim) for d in dims]),
         shape=_permute_shape,
         params=(Param("dims", "ints"),),

@@ -130,7 +130,10 @@ class _Forward(Fold[Any]):
         tensors = [self.tensor(a) for a in args]
         positional, keywords = arguments(node, tensors)
         assert op.torch is not None, node.func
-        return op.torch(torch, *positional, **keywords)
+        try:
+            return op.torch(torch, *positional, **keywords)
+        except (TypeError, ValueError, IndexError) as exc:  # PyTorch's refusal of the arguments
+            raise ComputationError("pytorch_forward", detail=_first_line(exc)) from None
 
     def index(self, node: Index, value: Any) -> Any:
         return self.tensor(value)[node.python()]
