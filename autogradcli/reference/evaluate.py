@@ -11,7 +11,9 @@ Two kinds of arithmetic run the same walk:
 ``stable(compute)`` runs ``compute`` with rising precision until two runs give the same
 float64 numbers: the reference for the verdict never shares the rounding of the dtype
 under test (a cancellation such as ``exp(x) - 1`` at 1e-8 costs the precise arithmetic
-nothing once its precision is high enough).
+nothing once its precision is high enough). Past ``PRECISE_ELEMENTS`` elements
+``reference`` runs ``bounds.Checked``: float64 with an error bound on every element, and
+mpmath at the elements whose bound is too wide.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ T = TypeVar("T")
 
 FIRST_BITS = 128  # about 38 digits: twice float64's, plus room
 MAX_BITS = 4096  # about 1,230 digits; past this the reference is called unstable
-PRECISE_ELEMENTS = 256  # elements evaluated precisely; beyond, float64 and a checked sample
-SAMPLE = 64  # elements of a larger array evaluated precisely to check the float64 values
-MAX_ARGUMENT = 2**20  # exp(v) for |v| past this is taken as inf (or 0): past every float
+PRECISE_ELEMENTS = 256  # elements evaluated precisely; beyond, float64 with error bounds
+# exp(v) past this |v| is not computed: a finite mpf of exponent HUGE_EXPONENT (or 0) stands
+# in, far past float64's range, so that it is marked huge, never taken as inf
+MAX_ARGUMENT = 2**64
+HUGE_EXPONENT = 2**80
 GROWING = ("exp", "sinh", "cosh")
-SAMPLE_RTOL = 1e-12  # float64 evaluation of a formula is good to about 1e-15 where it is sound
 
 # SymPy's function name -> (NumPy's function, mpmath's name): what the tree walk can call.
 FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
@@ -76,8 +79,8 @@ class Unstable(ComputationError):
     """Precise evaluation did not settle within ``MAX_BITS`` bits."""
 
 
-class SampleMismatch(ComputationError):
-    """A float64 evaluation differed from the precise one at a sampled element."""
+class Untrusted(ComputationError):
+    """Float64 cannot be trusted for a result, even with its wide elements made precise."""
 
 
 class Arith(Protocol):
@@ -96,6 +99,8 @@ class Arith(Protocol):
     def heaviside(self, values: Any, at_zero: float) -> Any: ...
     def atan2(self, y: Any, x: Any) -> Any: ...
     def total(self, values: Any) -> Any: ...
+    def walk(self, expr: sp.Expr, env: dict[sp.Symbol, Any]) -> Any: ...
+    def check_sum(self, parts: Any, shape: tuple[int, ...]) -> None: ...
 
 
 class Float64:
@@ -137,17 +142,15 @@ class Float64:
     def total(self, values: Any) -> Any:
         return np.asarray(np.sum(values, dtype=np.float64))
 
+    def walk(self, expr: sp.Expr, env: dict[sp.Symbol, Any]) -> Any:
+        """``expr`` over ``env`` (the tree walk)."""
+        return _walk(expr, env, self)
+
+    def check_sum(self, parts: Any, shape: tuple[int, ...]) -> None:
+        """Nothing: the plain arithmetic does not bound its sums (see ``bounds.Checked``)."""
+
 
 FLOAT64 = Float64()
-
-
-class Sampled(Float64):
-    """float64 whose large results ``evaluate`` checks at a sample of elements."""
-
-    name = "float64 (sampled against mpmath)"
-
-
-SAMPLED = Sampled()
 
 
 class Precise:
@@ -161,6 +164,7 @@ class Precise:
         self.ctx.prec = bits
         self.nan = self.ctx.mpf("nan")
         self.inf = self.ctx.mpf("inf")
+        self.huge = self.ctx.ldexp(self.ctx.mpf(1), HUGE_EXPONENT)  # finite, past any float
         self._funcs = {
             name: np.frompyfunc(self._real(getattr(self.ctx, attr), attr in GROWING), 1, 1)
             for name, (_, attr) in FUNCTIONS.items()
@@ -177,7 +181,9 @@ class Precise:
 
         def real(v: Any) -> Any:
             if growing and ctx.isfinite(v) and abs(v) > MAX_ARGUMENT:
-                return self.inf if v > 0 or fn is ctx.cosh else (-self.inf if fn is ctx.sinh else 0)
+                if v > 0 or fn is ctx.cosh:
+                    return self.huge
+                return -self.huge if fn is ctx.sinh else ctx.mpf(0)
             result = fn(v)
             return result if isinstance(result, mpf) else self.nan  # mpc: outside the domain
 
@@ -192,8 +198,10 @@ class Precise:
         if ctx.isfinite(base) and ctx.isfinite(exponent) and base != 0:
             size = abs(exponent) * abs(ctx.log(abs(base), 2))
             if size > MAX_ARGUMENT:  # a result of more than 2**MAX_ARGUMENT: not computed
-                grows = (abs(base) > 1) == (exponent > 0)
-                return self.inf if grows else ctx.mpf(0)
+                if (abs(base) > 1) != (exponent > 0):
+                    return ctx.mpf(0)
+                odd = base < 0 and ctx.isint(exponent) and int(exponent) % 2 == 1
+                return -self.huge if odd else self.huge
         try:
             result = self.ctx.power(base, exponent)
         except ZeroDivisionError:
@@ -258,6 +266,13 @@ class Precise:
     def total(self, values: Any) -> Any:
         return _object(self.ctx.fsum(np.asarray(values, dtype=object).reshape(-1)))
 
+    def walk(self, expr: sp.Expr, env: dict[sp.Symbol, Any]) -> Any:
+        """``expr`` over ``env`` (the tree walk)."""
+        return _walk(expr, env, self)
+
+    def check_sum(self, parts: Any, shape: tuple[int, ...]) -> None:
+        """Nothing: the precision is raised until the numbers settle (``stable``)."""
+
 
 def _object(value: Any) -> np.ndarray:
     out = np.empty((), dtype=object)
@@ -276,14 +291,11 @@ def to_float(number: sp.Expr) -> float:
 
 
 def evaluate(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith = FLOAT64) -> Any:
-    """``expr`` at the numbers in ``env`` (arrays in ``arith``'s form), in ``arith``.
-    With ``SAMPLED``, a result of more than ``PRECISE_ELEMENTS`` elements is checked at a
-    random sample against precise evaluation (``SampleMismatch`` if it is off)."""
+    """``expr`` at the numbers in ``env`` (arrays in ``arith``'s form), in ``arith``
+    (``bounds.Checked``: float64 with every element's error bounded, the wide ones
+    evaluated in mpmath)."""
     with np.errstate(all="ignore"):
-        result = np.asarray(_walk(expr, env, arith), dtype=arith.dtype)
-        if arith is SAMPLED and np.size(result) > PRECISE_ELEMENTS:
-            sample_check(expr, env, result)
-    return result
+        return np.asarray(arith.walk(expr, env), dtype=arith.dtype)
 
 
 def _uses(expr: sp.Expr, env: dict[sp.Symbol, Any]) -> dict[sp.Expr, int]:
@@ -470,13 +482,17 @@ def stable(compute: Callable[[Arith], T], settled: Callable[[T, T], bool]) -> T:
 
 def reference(compute: Callable[[Arith], T], elements: int, settled: Callable[[T, T], bool]) -> T:
     """``compute`` in the arithmetic the reference needs: precise (``stable``) up to
-    ``PRECISE_ELEMENTS`` elements; beyond, float64 checked at a sample of elements, and
-    precise after all where the sample finds float64 off."""
+    ``PRECISE_ELEMENTS`` elements; beyond, float64 with an error bound on every element and
+    mpmath at the elements whose bound is too wide (``bounds.Checked``), and precise as a
+    whole where a bound cannot be met element by element (``Untrusted``)."""
+    from autogradcli.reference.bounds import STATS, Checked
+
     if elements <= PRECISE_ELEMENTS:
         return stable(compute, settled)
     try:
-        return compute(SAMPLED)
-    except SampleMismatch:
+        return compute(Checked())
+    except Untrusted:
+        STATS.whole += 1
         return stable(compute, settled)
 
 
@@ -492,38 +508,3 @@ def precise_value(
 
     sizes = [math.prod(shape), *(np.size(v) for v in env.values())]
     return np.array(reference(compute, max(sizes), close_floats))
-
-
-def sample_check(
-    expr: sp.Expr, env: dict[sp.Symbol, np.ndarray], values: np.ndarray, seed: int = 0
-) -> None:
-    """Check float64 ``values`` of ``expr`` against precise evaluation at ``SAMPLE`` random
-    elements; ``SampleMismatch`` when one differs by more than ``SAMPLE_RTOL``."""
-    values = np.asarray(values, dtype=np.float64)
-    values = values.reshape(values.shape or (1,))
-    if values.size <= SAMPLE:
-        picks = np.arange(values.size)
-    else:
-        picks = np.random.default_rng(seed).choice(values.size, SAMPLE, replace=False)
-    free = [s for s in expr.free_symbols if s in env]
-    # the sampled elements only: reshape(-1) of a broadcast input (a reduction's value, a
-    # smaller input) would copy it whole first
-    at = np.unravel_index(picks, values.shape)
-    local = {s: np.broadcast_to(np.asarray(env[s]), values.shape)[at] for s in free}
-
-    def compute(arith: Arith) -> np.ndarray:
-        inputs = {s: arith.array(v) for s, v in local.items()}
-        return np.broadcast_to(evaluate_float(expr, inputs, arith), picks.shape)
-
-    precise = stable(compute, close_floats)
-    fast = values[at]
-    with np.errstate(all="ignore"):
-        off = ~(
-            (fast == precise)
-            | (np.isnan(fast) & np.isnan(precise))
-            | (np.abs(fast - precise) <= SAMPLE_RTOL * np.abs(precise))
-        )
-    if off.any():
-        raise SampleMismatch(
-            "sample_mismatch", term=str(expr), off=int(off.sum()), sampled=picks.size
-        )
