@@ -480,6 +480,8 @@ ERRORS: dict[str, str] = {
     "sympy_cannot": "SymPy cannot work with this expression: {error}",
     "unstable": "the precise reference did not settle within {bits} bits",
     "sample_mismatch": "float64 evaluation of {term} is off at {off} of {sampled} sampled elements",
+    "untrusted_float64": "float64 evaluation of {term} cannot be bounded within 1e-10 "
+    "(bound {bound})",
 }
 
 
