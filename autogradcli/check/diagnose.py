@@ -8,10 +8,12 @@ is read from the gradients themselves (NaN against a finite reference, and so on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from autogradcli.errors import AutogradCliError
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Binary, Call, Expression, Name, Node, Num, operands, walk
 from autogradcli.policy.compare import Comparison
@@ -114,14 +116,64 @@ def _cause(
         return Cause("overflow", {**data, "max": largest(dtype)})
     if kind == "domain":
         return Cause("domain", data)
+    if not np.isfinite(value) and np.isfinite(truth):  # right operands, a result in range
+        return Cause("overflow", {**data, "max": largest(dtype), "inside": True})
     data["kind"] = _loss_kind(node, value)
     rounded = _rounded_operand(node, trace, model, seen, index)
     if rounded is not None:
         data.update(rounded)
+    elif _is_function(node):
+        wide = _float64_value(node, expression, trace, seen, dtype, index)
+        if wide is not None and _off(wide, truth, "float64"):  # float64 is as far off
+            return Cause(
+                "mismatch",
+                {**data, "float64_value": wide, "float64_error": abs(wide - truth)},
+            )
     fed = _fed_to(node, expression)
     if fed is not None:
         data["fed_to"] = fed
     return Cause("precision_loss", data)
+
+
+def _is_function(node: Node) -> bool:
+    """An elementwise function of the vocabulary (not an operator, not a reduction, which
+    can cancel): its value is wrong with right operands only if its definition differs."""
+    from autogradcli.lang.vocabulary import OPS
+
+    return isinstance(node, Call) and node.func in OPS and OPS[node.func].elementwise
+
+
+def _off(value: float, exact: float, dtype: str) -> bool:
+    """Whether ``value`` is further from ``exact`` than ``LOSS_UNITS`` roundings."""
+    limit = min(LOSS_UNITS * UNIT_ROUNDOFF[dtype], MAX_RELATIVE)
+    return bool(not abs(value - exact) <= limit * abs(exact))
+
+
+def _float64_value(
+    node: Node,
+    expression: Expression,
+    trace: Any,
+    seen: dict[str, np.ndarray],
+    dtype: str,
+    index: int,
+) -> float | None:
+    """The node's value when the same inputs run in float64 (the trace itself in float64)."""
+    import torch
+
+    from autogradcli.torchside.build import forward, to_numpy
+
+    if dtype != "float64":
+        env = {n: torch.tensor(v, dtype=torch.float64) for n, v in seen.items()}
+        try:
+            with torch.no_grad():
+                trace = forward(expression, env, torch.float64, torch.device("cpu"))
+        except (RuntimeError, ValueError, TypeError, AutogradCliError):
+            return None  # no float64 evidence: the dtype's cause stands
+    value = trace.values.get(id(node))
+    if not isinstance(value, torch.Tensor):
+        return None
+    flat = to_numpy(value).reshape(-1)
+    return float(flat[min(index, flat.size - 1)])
 
 
 def _loss_kind(node: Node, value: float) -> str:
@@ -195,8 +247,11 @@ def check_cause(
     float64: Comparison | None,
     inputs_finite: bool,
     kinks: set[str] = frozenset(),  # type: ignore[assignment]
+    noise: np.ndarray | None = None,
 ) -> Cause:
-    """The cause of a failed check, from what its numbers and the forward pass show."""
+    """The cause of a failed check, from what its numbers and the forward pass show.
+    ``noise``: for a float64 run, the bound on its own rounding noise (``float64_noise``);
+    an error within it is float64's cancellation (precision loss), not a mismatch."""
     if check.nonfinite_at_kink:
         return Cause(
             "non_differentiable",
@@ -224,7 +279,20 @@ def check_cause(
     if float64 is not None and not float64.agree:
         return Cause("mismatch", {"float64_error": float64.max_abs_error, "dtype": dtype})
     if float64 is None:
-        return Cause("mismatch", {"float64_error": check.max_abs_error, "dtype": dtype})
+        if noise is not None and _within_noise(actual, expected, noise):
+            return Cause(
+                "precision_loss",
+                {
+                    "node": "backward",
+                    "kind": "float64_noise",
+                    "dtype": dtype,
+                    "error": check.max_abs_error,
+                    "relative": check.max_relative_error,
+                    "noise": float(np.max(np.broadcast_to(noise, actual.shape))),
+                },
+            )
+        data = {"float64_error": check.max_abs_error, "dtype": dtype}
+        return Cause("mismatch", {**data, "stable": True} if noise is not None else data)
     return Cause(
         "precision_loss",
         {
@@ -250,3 +318,87 @@ def rounding_cause(check: Comparison, float64: Comparison, dtype: str, bound: fl
             "float64_error": float64.max_abs_error,
         },
     )
+
+
+# Rounded operations allowed to each number autograd adds up in float64's backward pass.
+NOISE_STEPS = 16
+
+
+def float64_noise(session: Any) -> dict[str, np.ndarray]:
+    """A bound on float64's rounding noise in each ``.grad`` (elementwise, one pass): the
+    backward pass is run again in float64 with a hook on every node, and the magnitudes of
+    the contributions autograd adds into each leaf (``Σ|gᵢ|``, which a cancellation makes
+    far larger than ``|Σ gᵢ|``) are scaled by the largest such ratio at any tensor used
+    more than once on the way, and by ``NOISE_STEPS`` unit roundoffs."""
+    import torch
+
+    from autogradcli.torchside import build
+
+    bound = session.bound
+    cpu = torch.device("cpu")
+    leaves = {
+        n: build.make_leaf(session.seen[n], torch.float64, cpu, n in bound.differentiate)
+        for n in bound.program.variables
+    }
+    trace = build.forward(bound.program, leaves, torch.float64, cpu)
+    weights = None
+    if session.weight_tensor is not None:
+        weights = torch.as_tensor(session.seen_weights, dtype=torch.float64)
+    sums: dict[Any, list[Any]] = {}  # receiving node -> [Σ g, Σ |g|]
+
+    def record(node: Any) -> Callable[..., None]:
+        def hook(grad_inputs: Any, grad_outputs: Any) -> None:
+            for (receiver, _), g in zip(node.next_functions, grad_inputs, strict=False):
+                if receiver is None or g is None:
+                    continue
+                g = g.detach()
+                if receiver in sums:
+                    total, size = sums[receiver]
+                    sums[receiver] = [total + g, size + g.abs()]
+                else:
+                    sums[receiver] = [g, g.abs()]
+
+        return hook
+
+    handles, stack, known = [], [trace.out.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in known:
+            continue
+        known.add(node)
+        handles.append(node.register_hook(record(node)))
+        stack.extend(f for f, _ in node.next_functions)
+    try:
+        build.backward(trace.out, weights)
+    finally:
+        for handle in handles:
+            handle.remove()
+    ratio = 1.0
+    found: dict[str, np.ndarray] = {}
+    for receiver, (total, size) in sums.items():
+        leaf = getattr(receiver, "variable", None)
+        if leaf is not None:
+            name = next((n for n, t in leaves.items() if t is leaf), None)
+            if name is not None:
+                found[name] = build.to_numpy(size)
+            continue
+        with np.errstate(all="ignore"):
+            amplified = build.to_numpy(size) / np.abs(build.to_numpy(total))
+        amplified = amplified[np.isfinite(amplified)]
+        if amplified.size:
+            ratio = max(ratio, float(amplified.max()))
+    unit = NOISE_STEPS * 2.0**-53 * ratio
+    return {
+        n: unit * np.broadcast_to(found.get(n, np.zeros(bound.shapes[n])), bound.shapes[n])
+        for n in bound.names
+    }
+
+
+def _within_noise(actual: np.ndarray, expected: np.ndarray, noise: np.ndarray) -> bool:
+    """Whether every error is within the noise there."""
+    with np.errstate(all="ignore"):
+        error = np.abs(actual - expected)
+        noise = np.broadcast_to(noise, error.shape)
+        if not (np.isfinite(error).all() and np.isfinite(noise).all()):
+            return False
+        return bool(np.all(error <= noise))
