@@ -399,7 +399,8 @@ class _Builder:
         if self.cell and isinstance(stmt.op, ast.BitXor) and isinstance(stmt.target, ast.Name):
             # y ^= e is y = y ^ e as Python runs it (bitwise; PyTorch refuses floats)
             value = ast.BinOp(ast.Name(stmt.target.id, ast.Load()), ast.BitXor(), stmt.value)
-            self.add_step(stmt.target.id, self.expression(value))
+            node = self.expression(value)
+            self.add_step(stmt.target.id, Call(no_grad, (node,)) if no_grad else node)
             return None
         if not isinstance(stmt.target, ast.Name) or type(stmt.op) not in AUGMENTED:
             raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
