@@ -480,6 +480,8 @@ ERRORS: dict[str, str] = {
     "sympy_cannot": "SymPy cannot work with this expression: {error}",
     "unstable": "the precise reference did not settle within {bits} bits",
     "sample_mismatch": "float64 evaluation of {term} is off at {off} of {sampled} sampled elements",
+    "untrusted_float64": "float64 evaluation of {term} cannot be bounded within 1e-10 "
+    "(bound {bound})",
 }
 
 
@@ -740,6 +742,14 @@ def points_text(codes: Iterable[str]) -> str:
 
 def _loss(data: Mapping[str, Any]) -> str:
     dtype, kind = data["dtype"], data.get("kind")
+    if kind == "float64_noise":
+        return (
+            f"precision loss in float64's backward pass (the forward values are right): its "
+            f"error of {number(data['error'])} ({number(data['relative'])} relative) is "
+            f"within the noise of its own rounding here (the gradient moves by up to "
+            f"{number(data['noise'])} when the inputs move by a few units in their last "
+            "place): cancellation, not a wrong formula"
+        )
     if kind == "beyond_bound":
         return (
             f"precision loss in the backward pass (the forward values are right): {dtype}'s "
@@ -771,6 +781,12 @@ def cause_text(cause: Coded) -> str:
             f"within {data['dtype']} rounding: error {number(data['error'])} "
             f"({number(data['relative'])} relative, bound {number(data['bound'])}); "
             f"float64 agrees (error {number(data['float64_error'])})"
+        )
+    if code == "overflow" and data.get("inside"):
+        return (
+            f"overflow inside {data['node']}: a value it computes on the way passed "
+            f"{data['dtype']}'s largest number {number(data['max'])}, so {data['dtype']} "
+            f"gives inf although the result, {number(data['exact'])}, is within range"
         )
     if code == "overflow":
         where = "the backward pass" if data["node"] == "backward" else data["node"]
@@ -811,6 +827,19 @@ def cause_text(cause: Coded) -> str:
             ".grad is None where backward() calls should have filled it"
             if data["none"]
             else ".grad is filled where no backward() call reached this leaf"
+        )
+    if code == "mismatch" and "node" in data:
+        return (
+            f"a real mismatch: PyTorch's {data['node']} is {number(data['value'])} in "
+            f"{data['dtype']} and {number(data['float64_value'])} in float64, where SymPy's "
+            f"definition gives {number(data['exact'])}: PyTorch's function differs from "
+            "the reference's definition here"
+        )
+    if code == "mismatch" and data.get("stable"):
+        return (
+            f"a real mismatch: autograd's float64 numbers are off by "
+            f"{number(data['float64_error'])} and barely move when the inputs move by a few "
+            "units in their last place, so it is not rounding"
         )
     if code == "mismatch":
         return (
