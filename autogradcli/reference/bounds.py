@@ -280,8 +280,9 @@ class _Bounded(_Walk):
             gap = np.abs(left - right)
             err0 = (bl[0] + bl[1]) * np.abs(left) + (br[0] + br[1]) * np.abs(right)
             err1 = bl[1] * np.abs(left) + br[1] * np.abs(right)
-            wide = np.where(~(gap > 2 * err0), math.inf, wide)
-            inherited = np.where(~(gap > 2 * err1), math.inf, inherited)
+            # unsure: the gap is within the error (an exact tie, error 0, is sure)
+            wide = np.where(~(gap > 2 * err0) & ~(err0 == 0), math.inf, wide)
+            inherited = np.where(~(gap > 2 * err1) & ~(err1 == 0), math.inf, inherited)
         return wide, inherited
 
     def _conditions(self, node: sp.Basic) -> Bound:
@@ -367,12 +368,20 @@ class Checked(Float64):
         shape = result.shape
         STATS.checked += result.size
         wide = ~(np.broadcast_to(rounding, shape) <= TRUST)
+        inherited = float(np.max(inherited)) if np.size(inherited) else 0.0
+        if not inherited <= LIMIT:
+            raise Untrusted("untrusted_float64", term=str(expr), bound=inherited)
         if not np.isfinite(np.sum(result)):  # NaN or inf from finite inputs
             finite = reduce(
                 np.logical_and,
                 (np.isfinite(env[s]) for s in free if s in env),
                 np.True_,
             )
+            overflow = np.isinf(result) & finite
+            if overflow.any():  # one first: past float64's range, the whole is precise
+                first = np.zeros(overflow.shape, dtype=bool)
+                first.flat[np.flatnonzero(overflow)[0]] = True
+                _patch(expr, env, result, first)
             wide = wide | (~np.isfinite(result) & finite)
         worst = 0.0
         if not _scalar(rounding) or float(rounding) > TRUST:
@@ -383,9 +392,6 @@ class Checked(Float64):
         if wide.any():
             result = _patch(expr, env, result, wide).reshape(shape)
             worst = max(worst, 2 * U)
-        inherited = float(np.max(inherited)) if np.size(inherited) else 0.0
-        if not inherited <= LIMIT:
-            raise Untrusted("untrusted_float64", term=str(expr), bound=inherited)
         self.worst = max(self.worst, worst + inherited)
         return result
 
