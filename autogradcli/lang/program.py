@@ -384,7 +384,9 @@ class _Builder:
             self.current[written] = name
             return None
         node = self.expression(stmt.value)
-        self.add_step(written, Call(no_grad, (node,)) if no_grad else node)
+        # k = x under no_grad binds the same tensor (nothing is computed, nothing detached)
+        alias = isinstance(node, Name) and "." not in node.id
+        self.add_step(written, Call(no_grad, (node,)) if no_grad and not alias else node)
         return None
 
     def add_step(self, written: str, node: Node, in_place: InPlace | None = None) -> None:
