@@ -248,3 +248,55 @@ def test_vjp_of_quadratic_matches_its_derivative(
 ) -> None:
     grad = numeric_vjp(lambda v: a * v["x"] ** 2 + b * v["x"] + c, {"x": x}, np.ones_like(x), ["x"])
     assert_agrees(grad["x"], 2 * a * x + b)
+
+
+# Richardson's extrapolation and its budget
+
+
+def test_extrapolated_slopes_estimate_their_error() -> None:
+    x = np.array([0.3, -1.7, 2.5])
+    ((_, found),) = numeric.extrapolated_slopes(
+        lambda v: np.sum(np.sin(v["x"])), {"x": x}, None, ["x"]
+    ).values()
+    assert np.all(np.abs(found.value - np.cos(x)) <= found.error)
+    assert np.all(found.error < 1e-10)
+
+
+def test_extrapolated_slopes_cost_and_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = 0
+
+    def f(v: numeric.Values) -> np.ndarray:
+        nonlocal calls
+        calls += 1
+        return np.sum(v["x"] ** 3)
+
+    x = {"x": np.array([1.0, -2.0])}  # |x| >= 1/4: 12 steps each
+    numeric.extrapolated_slopes(f, x, None, ["x"])
+    assert calls == 2 * 2 + 1 + 2 * 2 * numeric.LEVELS  # 53
+    calls = 0
+    numeric.extrapolated_slopes(f, {"x": np.array([1e-3])}, None, ["x"])
+    assert calls == 2 + 1 + 2 * (numeric.LEVELS + 5)  # 1e-3 is 4**-5 or so: 5 more steps
+    monkeypatch.setattr(numeric, "MAX_EVALUATIONS", 2 * 2 + 1 + 2 * 2 * 6)  # 6 levels each
+    calls = 0
+    ((_, found),) = numeric.extrapolated_slopes(f, x, None, ["x"]).values()
+    assert calls == numeric.MAX_EVALUATIONS and np.isfinite(found.error).all()
+    monkeypatch.setattr(numeric, "MAX_EVALUATIONS", 2 * 2 + 1 + 2 * 2 * 3)  # 3 < MIN_LEVELS
+    calls = 0
+    ((_, found),) = numeric.extrapolated_slopes(f, x, None, ["x"]).values()
+    assert calls == 5 and np.isinf(found.error).all()  # the plain differences only
+    monkeypatch.setattr(numeric, "MAX_EVALUATIONS", 4)
+    with pytest.raises(LimitError, match=r"needs 5 forward evaluations; the limit is 4"):
+        numeric.extrapolated_slopes(f, x, None, ["x"])
+
+
+def test_extrapolated_slopes_where_the_function_is_nan_nearby() -> None:
+    """log at 1e-5: the large steps leave the domain; the small ones settle."""
+    x = np.array([1e-5, 2.0])
+
+    def f(v: numeric.Values) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return np.sum(np.log(v["x"]))
+
+    ((_, found),) = numeric.extrapolated_slopes(f, {"x": x}, None, ["x"]).values()
+    assert np.all(np.abs(found.value - 1 / x) <= found.error)
+    assert found.error[1] < 1e-10 and np.isfinite(found.error[0])
