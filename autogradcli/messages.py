@@ -673,6 +673,11 @@ NOTES: dict[str, str] = {
     "nothing was freed (a product of two tensors such as x*x would fail)",
     "kink": "{points}; PyTorch's value there: {values}; {excluded} element(s) at that point "
     "are left out of the check",
+    "kink_smooth": "{points}, but the function is differentiable there at {elements} "
+    "element(s): its one-sided derivatives agree ({values}), so that is the number .grad "
+    "is checked against",
+    "kink_between": "{points}; one-sided derivatives there: {sides} (a real kink); PyTorch's "
+    "value there: {values}; {elements} element(s) checked to lie between them",
     "infinite_derivative": "the derivative is infinite at {elements} element(s)",
     "undefined_derivative": "the derivative is undefined (NaN) at {elements} element(s), "
     "outside the function's real domain",
@@ -701,9 +706,11 @@ def note_text(note: Coded, style: Style = PYTHON) -> str:
     data = dict(note.data)
     if note.code in ("numeric_fallback", "timeout_fallback", "no_number_fallback"):
         data["reason"] = error_text(_Reason(data["reason_code"], data["reason_data"]), style)
-    if note.code == "kink":
+    if note.code in ("kink", "kink_smooth", "kink_between"):
         data["points"] = points_text(data["codes"])
         data["values"] = values_text(data["values"])
+    if note.code == "kink_between":
+        data["sides"] = ", ".join(f"[{number(a)}, {number(b)}]" for a, b in data["sides"])
     text = _fill(NOTES.get(note.code, note.code), data, style)
     prefix = data.get("prefix")
     return f"{prefix}{text}" if prefix else text
@@ -738,6 +745,33 @@ def values_text(values: Iterable[float]) -> str:
 
 def points_text(codes: Iterable[str]) -> str:
     return "; ".join(POINTS.get(c, c) for c in sorted(codes))
+
+
+def _at(data: Mapping[str, Any]) -> str:
+    """Where a failed element is: its index and the count (nothing for a single number)."""
+    if not data["index"]:
+        return ""
+    return f" at element {data['index']} ({data['elements']} element(s) in all)"
+
+
+# PyTorch's own value at each operation's kink: the factor its backward uses there.
+RULES: dict[str, str] = {
+    "relu": "PyTorch takes relu'(0) = 0",
+    "abs": "PyTorch takes abs'(0) = sign(0) = 0",
+    "clamp": "PyTorch passes the gradient (factor 1) at a clamp bound",
+    "clip": "PyTorch passes the gradient (factor 1) at a clip bound",
+    "hardtanh": "PyTorch takes hardtanh' = 0 at -1 and 1",
+    "relu6": "PyTorch takes relu6' = 0 at 0 and 6",
+    "maximum": "PyTorch splits the gradient evenly at a tie of maximum",
+    "minimum": "PyTorch splits the gradient evenly at a tie of minimum",
+    "max": "PyTorch gives a tie of max the gradient evenly, or all to the returned index",
+    "min": "PyTorch gives a tie of min the gradient evenly, or all to the returned index",
+}
+
+
+def rules_text(codes: Iterable[str]) -> str:
+    """PyTorch's rule at the kinks of these operations (the point's sentence otherwise)."""
+    return "; ".join(RULES.get(c, POINTS.get(c, c)) for c in sorted(codes))
 
 
 def _loss(data: Mapping[str, Any]) -> str:
@@ -827,6 +861,19 @@ def cause_text(cause: Coded) -> str:
             ".grad is None where backward() calls should have filled it"
             if data["none"]
             else ".grad is filled where no backward() call reached this leaf"
+        )
+    if code == "nonsmooth_chain_rule":
+        return (
+            f"the chain rule through a kink missed: {rules_text(data['points'])}, and autograd "
+            f"multiplies that into its product, but the function itself is differentiable "
+            f"there (its one-sided derivatives are both {number(data['derivative'])}); .grad "
+            f"is {number(data['autograd'])}{_at(data)}"
+        )
+    if code == "kink_outside":
+        return (
+            f"at a kink ({rules_text(data['points'])}) .grad must lie between the one-sided "
+            f"derivatives {number(data['low'])} and {number(data['high'])}; it is "
+            f"{number(data['autograd'])}{_at(data)}"
         )
     if code == "mismatch" and "node" in data:
         return (

@@ -13,7 +13,7 @@ import numpy as np
 from autogradcli.bind import Bound, Passes, bind
 from autogradcli.check.blocks import block_notes, make_block, settle_blocks, unchecked_block
 from autogradcli.check.judge import Judge
-from autogradcli.check.reconcile import domain_edges
+from autogradcli.check.reconcile import domain_edges, kink_sides
 from autogradcli.errors import LimitError, VariableError
 from autogradcli.lang.analysis import calls, rounding_steps
 from autogradcli.notes import Note
@@ -76,6 +76,7 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     if reference.exact and not bound.program.hooks:  # the edges' slopes know no hooks
         edge = NumericModel(bound.program, bound.shapes, bound.limits, bounds=True)
         expected, edges = domain_edges(edge, session.seen, weights, expected)
+        expected = kink_sides(reference.model, session.seen, weights, expected)
         notes += edges
     elif not reference.exact and request.explain:
         raise VariableError("explain_needs_sympy")

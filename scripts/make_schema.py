@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import pathlib
 
+from autogradcli.policy.verdict import CAUSES, VERDICTS
+
 NUM = {"oneOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}
 NUMN = {"oneOf": [NUM, {"type": "null"}]}
 DEFS = {
@@ -22,8 +24,8 @@ DEFS = {
     "tensor_or_null": {"anyOf": [{"$ref": "#/$defs/tensor"}, {"type": "null"}]},
     "number_or_null": {"anyOf": [{"$ref": "#/$defs/number"}, {"type": "null"}]},
     "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-    "verdict": {"enum": ["agree", "rounding", "unchecked", "disagree"]},
-    "verdict_or_null": {"enum": ["agree", "rounding", "unchecked", "disagree", None]},
+    "verdict": {"enum": list(VERDICTS)},
+    "verdict_or_null": {"enum": [*VERDICTS, None]},
     "cause": {
         "anyOf": [
             {"type": "null"},
@@ -31,20 +33,7 @@ DEFS = {
                 "type": "object",
                 "required": ["code", "message"],
                 "properties": {
-                    "code": {
-                        "enum": [
-                            "overflow",
-                            "precision_loss",
-                            "zero_times_inf",
-                            "non_differentiable",
-                            "domain",
-                            "nonfinite_input",
-                            "mismatch",
-                            "rounding",
-                            "accumulation",
-                            "grad_presence",
-                        ]
-                    },
+                    "code": {"enum": list(CAUSES)},
                     "message": {"type": "string"},
                 },
             },

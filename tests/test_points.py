@@ -118,7 +118,8 @@ def test_max_with_dim_gives_the_tie_to_the_index_pytorch_returns():
     r = ag.grad("max(x, 1)", x="[[3.0, 3.0, 1.0]]", weights="ones")
     assert r.variables["x"].grad.tolist() == x.grad.tolist()
     assert str(r.variables["x"].notes[0]).startswith(
-        "max is not differentiable at a tie; PyTorch's value there: 0, 1; 2 element(s)"
+        "max is not differentiable at a tie; one-sided derivatives there: [0, 1] (a real "
+        "kink); PyTorch's value there: 0, 1; 2 element(s)"
     )
     assert r.agree is True  # exit code 0
 
@@ -138,8 +139,9 @@ def test_second_derivative_of_relu_at_its_kink():
 def test_rich_output_names_the_case():
     run = cli("grad", "relu(x)", "--x", "0")
     assert (
-        "note (x): relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); PyTorch's value there: 0;"
-        in " ".join(run.stdout.split("\n"))
+        "note (x): relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); one-sided derivatives "
+        "there: [0, 1] (a real kink); PyTorch's value there: 0;"
+        in " ".join(run.stdout.split())
     )
 
 

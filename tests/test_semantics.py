@@ -109,10 +109,10 @@ def test_relu_at_zero_is_explained_not_a_disagreement():
     assert x.grad.tolist() == [0.0, 0.0, 1.0]
     assert x.expected.tolist() == [0.0, 0.5, 1.0]
     assert x.agree is True
-    assert [n.code for n in x.notes] == ["kink"]
+    assert [n.code for n in x.notes] == ["kink_between"]
     assert [str(n) for n in x.notes] == [
-        "relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); PyTorch's value there: 0; "
-        "1 element(s) at that point are left out of the check"
+        "relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); one-sided derivatives there: "
+        "[0, 1] (a real kink); PyTorch's value there: 0; 1 element(s) checked to lie between them"
     ]
 
 
@@ -122,7 +122,8 @@ def test_abs_at_zero_agrees_and_is_noted():
     x = r.variables["x"]
     assert x.grad.tolist() == [0.0, -1.0] and x.expected.tolist() == [0.0, -1.0]
     assert str(x.notes[0]).startswith(
-        "abs'(0) is undefined (SymPy's sign(0) is 0); PyTorch's value"
+        "abs'(0) is undefined (SymPy's sign(0) is 0); one-sided derivatives there: [-1, 1] "
+        "(a real kink); PyTorch's value"
     )
 
 

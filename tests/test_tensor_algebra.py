@@ -24,14 +24,17 @@ if TYPE_CHECKING:
     from autogradcli.results import GradResult  # not exported by autogradcli
 
 F64 = {"dtype": "float64"}
-MAX_NOTE = "max is not differentiable at a tie; PyTorch's value there: "
+MAX_NOTE = "max is not differentiable at a tie"
 MIN_NOTE = MAX_NOTE.replace("max", "min")
 
 
 def tie_note(func: str, values: str, tied: int) -> str:
     """The note at a tie, with PyTorch's values there as printed (``%g``, comma separated)."""
     start = MAX_NOTE if func == "max" else MIN_NOTE
-    return f"{start}{values}; {tied} element(s) at that point are left out of the check"
+    return (
+        f"{start}; one-sided derivatives there: [0, 1] (a real kink); PyTorch's value there: "
+        f"{values}; {tied} element(s) checked to lie between them"
+    )
 
 
 def text(value: Any) -> str:
@@ -541,7 +544,10 @@ def test_mse_gradient_equals_the_closed_form_for_any_small_shape(data, m, n):
 
 # --- edge points: kinks and overflow ----------------------------------------------------------
 
-NORM_NOTE = "norm is not differentiable at the zero vector; PyTorch's value there: 0"
+NORM_NOTE = (
+    "norm is not differentiable at the zero vector; one-sided derivatives there: [-1, 1] "
+    "(a real kink); PyTorch's value there: 0"
+)
 
 
 def test_norm_at_zero_is_pytorchs_subgradient_zero_with_a_note():
@@ -549,7 +555,7 @@ def test_norm_at_zero_is_pytorchs_subgradient_zero_with_a_note():
     assert r.variables["x"].grad.tolist() == [0.0, 0.0]  # PyTorch's choice at the kink
     # a kink inside the domain: named as such, not as a NaN outside the domain
     assert notes(r.variables["x"].notes) == [
-        f"{NORM_NOTE}; 2 element(s) at that point are left out of the check"
+        f"{NORM_NOTE}; 2 element(s) checked to lie between them"
     ]
     assert r.agree is True
 

@@ -14,8 +14,16 @@ import numpy as np
 
 from autogradcli.check.diagnose import check_cause, forward_cause, rounding_cause
 from autogradcli.notes import Note
-from autogradcli.policy.compare import Comparison, compare
-from autogradcli.policy.verdict import AGREE, ROUNDING, Cause, rounding_relative, settle, worst
+from autogradcli.policy.compare import Comparison, compare, isclose
+from autogradcli.policy.verdict import (
+    AGREE,
+    DISAGREE,
+    ROUNDING,
+    Cause,
+    rounding_relative,
+    settle,
+    worst,
+)
 from autogradcli.reference import Reference
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
@@ -226,10 +234,15 @@ class Judge:
         verdict = self.settle(check, lambda f: f.grads[name])
         huge = e.huge.get(name)
         codes = e.kink_notes[name]
-        cause = self.cause(verdict, check, lambda f: f.grads[name], grad, want, huge, codes)
+        cause = None if verdict == AGREE else kink_cause(e, name, grad, scale, codes, self.dtype)
+        if cause is not None:
+            verdict = DISAGREE
+        else:
+            cause = self.cause(verdict, check, lambda f: f.grads[name], grad, want, huge, codes)
         unknown = e.unknown_of(name)
         marked = e.kinks[name] if unknown is None else e.kinks[name] | unknown
-        notes = variable_notes(codes, check, want, marked)
+        notes = variable_notes(codes, check, want, marked, sided=name in e.sides)
+        notes += kink_notes(e, name, grad, scale, codes)
         numeric = numeric_error = numeric_verdict = None
         if self.numbers is not None and self.exact:
             numeric = times(scale, self.numbers.grads[name])
@@ -282,7 +295,11 @@ def kink_step_note(count: int, prefix: str = "") -> Note:
 
 
 def variable_notes(
-    codes: set[str], check: Comparison, expected: np.ndarray, kinks: np.ndarray
+    codes: set[str],
+    check: Comparison,
+    expected: np.ndarray,
+    kinks: np.ndarray,
+    sided: bool = False,
 ) -> list[Note]:
     """Notes on one variable: elements left out at kinks (with PyTorch's values there, as
     printed), infinite and undefined derivatives."""
@@ -305,6 +322,93 @@ def variable_notes(
         notes.append(Note("infinite_derivative", {"elements": infinite}))
     if undefined:
         notes.append(Note("undefined_derivative", {"elements": undefined}))
-    if check.bracketed:
+    if check.bracketed and not sided:  # the numeric step's bounds (SymPy's: kink_notes)
         notes.append(kink_step_note(check.bracketed))
     return notes
+
+
+def _firsts(values: np.ndarray) -> list[float]:
+    return [float(v) for v in np.unique(values)[:8]]
+
+
+def kink_notes(
+    expected: Expected, name: str, grad: np.ndarray, scale: int, codes: set[str]
+) -> list[Note]:
+    """What the one-sided derivatives decided where an operation sits at its kink: the
+    function is differentiable there after all, or it has a real kink that PyTorch's value
+    must lie between (``check.reconcile.kink_sides``)."""
+    notes = []
+    smooth = expected.smooth_kinks.get(name)
+    if smooth is not None and smooth.any():
+        values = _firsts(scale * np.broadcast_to(expected.grads[name], smooth.shape)[smooth])
+        data = {"codes": sorted(codes), "elements": int(smooth.sum()), "values": values}
+        notes.append(Note("kink_smooth", data))
+    if name in expected.sides and name in expected.bounds:
+        low, high = expected.bounds[name]
+        real = ~np.isnan(low)
+        if real.any():
+            pairs = sorted(
+                {(float(a), float(b)) for a, b in zip(low[real], high[real], strict=True)}
+            )
+            data = {
+                "codes": sorted(codes),
+                "elements": int(real.sum()),
+                "sides": [[scale * a, scale * b] for a, b in pairs[:4]],
+                "values": _firsts(np.broadcast_to(grad, real.shape)[real]),
+            }
+            notes.append(Note("kink_between", data))
+    return notes
+
+
+def kink_cause(
+    expected: Expected, name: str, grad: np.ndarray, scale: int, codes: set[str], dtype: str
+) -> Cause | None:
+    """The cause where a check fails at an element the one-sided derivatives decided: the
+    chain rule through a kink missed a derivative that exists (``nonsmooth_chain_rule``), or
+    autograd's value lies outside a real kink's interval (``kink_outside``)."""
+    if name not in expected.sides:
+        return None
+    rtol, atol = TOLERANCES[dtype]
+    grad = np.asarray(grad, dtype=np.float64)
+    smooth = expected.smooth_kinks.get(name)
+    if smooth is not None and smooth.any():
+        want = scale * np.broadcast_to(expected.grads[name], grad.shape)
+        miss = smooth & ~isclose(grad, want, rtol, atol)
+        if miss.any():
+            first = int(np.flatnonzero(miss)[0])
+            data = {
+                "points": sorted(codes),
+                "elements": int(miss.sum()),
+                "index": _index(first, grad.shape),
+                "autograd": float(grad.reshape(-1)[first]),
+                "derivative": float(want.reshape(-1)[first]),
+                "dtype": dtype,
+            }
+            return Cause("nonsmooth_chain_rule", data)
+    if name in expected.bounds:
+        low, high = (scale * np.broadcast_to(b, grad.shape) for b in expected.bounds[name])
+        with np.errstate(all="ignore"):
+            slack = atol + rtol * np.maximum(np.abs(low), np.abs(high))
+            inside = (grad >= low - slack) & (grad <= high + slack)
+        miss = ~np.isnan(low) & ~inside
+        nonfinite = miss & ~np.isfinite(grad)
+        if nonfinite.any():  # NaN or inf where the derivative does not exist
+            data = {"elements": int(nonfinite.sum()), "points": sorted(codes), "dtype": dtype}
+            return Cause("non_differentiable", data)
+        if miss.any():
+            first = int(np.flatnonzero(miss)[0])
+            data = {
+                "points": sorted(codes),
+                "elements": int(miss.sum()),
+                "index": _index(first, grad.shape),
+                "autograd": float(grad.reshape(-1)[first]),
+                "low": float(low.reshape(-1)[first]),
+                "high": float(high.reshape(-1)[first]),
+                "dtype": dtype,
+            }
+            return Cause("kink_outside", data)
+    return None
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
+    return [int(i) for i in np.unravel_index(flat, shape)] if shape else []

@@ -1,14 +1,18 @@
 """Stage 5: reconcile the reference with what IEEE arithmetic does at the edges of a
-function's domain; returns a new reference and the notes that say what happened."""
+function's domain, and with what the function does where an operation sits at its kink;
+each returns a new reference (and the notes that say what happened)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
 from autogradcli.notes import Note
-from autogradcli.reference import NumericModel
+from autogradcli.reference import Model, NumericModel
+from autogradcli.reference.evaluate import FLOAT64, Arith, precise
 from autogradcli.reference.expected import Expected
 
 
@@ -55,3 +59,125 @@ def domain_edges(
         notes.append(Note("domain_edge_limit", {"name": name, "elements": int(mask.sum())}))
     changed = replace(expected, grads=grads, kinks=kinks, kink_notes=kink_notes, unknown=unknown)
     return changed, notes
+
+
+KINK_BITS = 320  # working precision beside a kink
+STEP_BITS = 160  # the step beside it: 2**-160 of the element's size (at least 1)
+SIDES_RTOL = 2.0**-40  # one-sided derivatives this close are one number
+PRECISE_SIDES = 1 << 14  # input elements up to which the sides are taken in mpmath
+ONE_BY_ONE = 32  # elements at a kink moved one at a time (each costs two evaluations)
+
+
+def kink_sides(
+    model: Model, seen: dict[str, np.ndarray], weights: np.ndarray | None, expected: Expected
+) -> Expected:
+    """Decide each element where an operation sits at its kink from the one-sided partial
+    derivatives of the whole function there: SymPy's derivative just beside the point on
+    each side (a step of 2**-160 in mpmath; the next float past 16,384 elements), never
+    autograd.
+
+    - The sides agree: the function is differentiable along that input, whatever the
+      operation's rule (``relu(x) - relu(-x)`` at 0 is x): their value is the reference,
+      checked as anywhere else, and the element is marked in ``smooth_kinks``.
+    - They differ (a real kink): PyTorch's value must lie between them (``bounds``); the
+      reference shown is SymPy's value clipped to that interval.
+    - A side has no number (outside the domain), or a step does not leave the kink: the
+      element stays left out (``kinks``), as PyTorch's convention.
+    """
+    evaluate = getattr(model, "_evaluate", None)
+    names = [n for n, mask in expected.kinks.items() if np.any(mask)]
+    if evaluate is None or not names:
+        return expected
+    used = np.ones(()) if weights is None else weights
+    grads, kinks, bounds = dict(expected.grads), dict(expected.kinks), dict(expected.bounds)
+    sides, smooth = dict(expected.sides), dict(expected.smooth_kinks)
+    precise_ = max(np.size(v) for v in seen.values()) <= PRECISE_SIDES
+    for name in names:
+        mask = np.asarray(expected.kinks[name], dtype=bool)
+        left, right, undecided = _sides(evaluate, seen, used, name, mask, precise_)
+        decided = mask & ~undecided & ~np.isnan(left) & ~np.isnan(right)
+        with np.errstate(all="ignore"):
+            near = np.abs(left - right) <= SIDES_RTOL * np.maximum(np.abs(left), np.abs(right))
+            same = decided & ((left == right) | near)
+            real = decided & ~same
+            low, high = np.fmin(left, right), np.fmax(left, right)
+            inside = np.clip(np.where(np.isnan(grads[name]), 0.0, grads[name]), low, high)
+        grads[name] = np.where(same, right, np.where(real, inside, grads[name]))
+        kinks[name] = mask & ~decided
+        smooth[name] = same
+        sides[name] = (np.where(decided, left, np.nan), np.where(decided, right, np.nan))
+        if real.any():
+            bounds[name] = (np.where(real, low, np.nan), np.where(real, high, np.nan))
+    return replace(
+        expected, grads=grads, kinks=kinks, bounds=bounds, sides=sides, smooth_kinks=smooth
+    )
+
+
+def _sides(
+    evaluate: Callable[..., Expected],
+    seen: dict[str, np.ndarray],
+    weights: np.ndarray,
+    name: str,
+    mask: np.ndarray,
+    precise_: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The left and right partial derivatives for ``name`` at the ``mask`` elements, and
+    where they could not be had (a move that does not leave the kink). Up to
+    ``ONE_BY_ONE`` elements are moved one at a time (the partial derivative is along one
+    element); more are moved together, and those that stay at a kink (a tie: both tied
+    elements moved alike) one at a time after all, up to ``ONE_BY_ONE`` of them."""
+    shape = mask.shape
+    left, right = np.full(shape, np.nan), np.full(shape, np.nan)
+    undecided = np.zeros(shape, dtype=bool)
+    together = int(mask.sum()) > ONE_BY_ONE
+    if together:
+        for direction, out in ((-1, left), (1, right)):
+            grads, still = _beside(evaluate, seen, weights, name, mask, direction, precise_)
+            np.copyto(out, grads, where=mask)
+            undecided |= still
+    alone = undecided if together else mask
+    for count, index in enumerate(np.flatnonzero(alone)):
+        if count == ONE_BY_ONE:
+            break
+        one = np.zeros(shape, dtype=bool)
+        one.reshape(-1)[index] = True
+        still = False
+        for direction, out in ((-1, left), (1, right)):
+            grads, at = _beside(evaluate, seen, weights, name, one, direction, precise_)
+            out.reshape(-1)[index] = grads.reshape(-1)[index]
+            still = still or bool(at.reshape(-1)[index])
+        undecided.reshape(-1)[index] = still
+    if together and alone.sum() > ONE_BY_ONE:
+        rest = np.flatnonzero(alone)[ONE_BY_ONE:]
+        undecided.reshape(-1)[rest] = True
+    return left, right, undecided
+
+
+def _beside(
+    evaluate: Callable[..., Expected],
+    seen: dict[str, np.ndarray],
+    weights: np.ndarray,
+    name: str,
+    mask: np.ndarray,
+    direction: int,
+    precise_: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The gradient for ``name`` with the ``mask`` elements moved just off their point in
+    ``direction``, and where an operation still sits at its kink after the move."""
+    arith: Arith
+    if precise_:
+        arith = precise(KINK_BITS)
+        moved = np.array(arith.array(seen[name]), dtype=object)
+        flat = moved.reshape(-1)
+        ldexp = arith.ctx.ldexp
+        for index in np.flatnonzero(mask):
+            x = flat[index]
+            flat[index] = x + direction * ldexp(max(abs(x), 1), -STEP_BITS)
+    else:
+        arith = FLOAT64
+        moved = np.array(seen[name], dtype=np.float64)
+        toward = math.inf if direction > 0 else -math.inf
+        moved[mask] = np.nextafter(moved[mask], toward)
+    found = evaluate({**seen, name: moved}, weights, frozenset({name}), False, arith)
+    still = np.broadcast_to(found.kinks.get(name, False), mask.shape) & mask
+    return np.broadcast_to(found.grads[name], mask.shape), still

@@ -37,15 +37,19 @@ UNIT_ROUNDOFF: dict[str, float] = {
 }
 MAX_RELATIVE = 0.125
 
-# Cause codes of a disagreement (and of rounding), in the order they are looked for.
+# Cause codes of a verdict (the schema's list is this one), in the order they are looked for.
 CAUSES = (
     "non_differentiable",  # NaN or inf at a point where the derivative does not exist
+    "nonsmooth_chain_rule",  # the chain rule through a kink missed a derivative that exists
+    "kink_outside",  # at a real kink, .grad outside the one-sided derivatives
     "overflow",  # a value passed the dtype's largest number
     "precision_loss",  # cancellation, or a value rounded to 0 or 1 (then fed to log, /, sqrt)
     "domain",  # PyTorch's forward is NaN where SymPy's (simplified) expression is defined
     "nonfinite_input",  # an input is NaN or infinite
     "zero_times_inf",  # NaN from 0·inf in the backward pass
     "mismatch",  # float64 disagrees too: a real mismatch
+    "accumulation",  # a cell's .grad is not the sum of its backward() calls since a reset
+    "grad_presence",  # a cell's .grad is None where it should be filled, or the reverse
     "rounding",  # not a disagreement: within the rounding bound, float64 agrees
 )
 

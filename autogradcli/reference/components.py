@@ -46,6 +46,7 @@ from autogradcli.reference.terms import (
     number,
     numeric,
     op_term,
+    path_calls,
 )
 from autogradcli.settings import Limits
 
@@ -213,7 +214,7 @@ class ComponentModel:
         """Every input symbol's number, and each detached element's value (in order)."""
         env: dict[sp.Symbol, Any] = {}
         for name, symbols in self.symbols.items():
-            data = arith.array(np.asarray(values[name], dtype=np.float64)).reshape(-1)
+            data = arith.array(values[name]).reshape(-1)
             for symbol, element in zip(symbols.reshape(-1), data, strict=True):
                 env[symbol] = element
         for symbol, term in self.frozen.items():
@@ -322,7 +323,7 @@ class ComponentModel:
             grads[name] = np.add.reduce(products, axis=0).reshape(shape)
             mask = (marks.reshape(w.size, -1) & np.asarray(w != 0, dtype=bool)[:, None]).any(0)
             kinks[name] = mask.reshape(shape)
-            notes[name] = found if mask.any() else set()
+            notes[name] = on_path(found, path_calls(self.expression, name)) if mask.any() else set()
         return expected_from(arith, output, grads, kinks, notes)
 
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
@@ -381,6 +382,12 @@ def hessian_terms(model: ComponentModel, a: str, b: str) -> np.ndarray:
         )
     table = np.array(rows, dtype=object)
     return table.reshape(model.symbols[a].shape + model.symbols[b].shape)
+
+
+def on_path(codes: set[str], path: set[str]) -> set[str]:
+    """The kink codes of operations on an input's path (all of them if none is)."""
+    kept = {c for c in codes if c not in OPS or c in path}
+    return kept or codes
 
 
 def _kink_notes(atom: Any, uses: set[str]) -> set[str]:

@@ -32,6 +32,7 @@ from autogradcli.reference.terms import (
     in_range,
     kink_sites,
     numeric,
+    path_calls,
     reduce_to_shape,
 )
 from autogradcli.settings import Limits
@@ -117,9 +118,16 @@ class SymbolicModel:
         self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
         self._exact_zeros = False
         self._marked: set[tuple[int, sp.Expr, bytes]] = set()  # kink sites already marked
+        self._paths: dict[str, set[str]] = {}
 
     def _build(self, node: Node) -> sp.Expr:
         return self._terms(node)
+
+    def _path_calls(self, name: str) -> set[str]:
+        """The functions on a path from ``name`` to the output (cached)."""
+        if name not in self._paths:
+            self._paths[name] = path_calls(self.expression, name)
+        return self._paths[name]
 
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> SymbolicModel:
         """The same kind of model for another program (a cut of this one)."""
@@ -301,7 +309,8 @@ class SymbolicModel:
                         args = (atom, at, block.shape, env, grads, differentiate, arith)
                         for name, mask in self._movers(*args).items():
                             kinks[name] |= mask
-                            notes[name] |= kink_codes(type(atom).__name__, self.uses)
+                            uses = self._path_calls(name)
+                            notes[name] |= kink_codes(type(atom).__name__, uses)
             if symbol in names:
                 name = names[symbol]
                 reduced = reduce_to_shape(contribution, self.shapes[name], own=True)

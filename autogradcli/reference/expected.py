@@ -18,7 +18,11 @@ class Expected:
     marks elements the reference has no number for (a numeric step outside the domain);
     ``bounds`` (low, high; NaN where unused) are one-sided numeric slopes where a numeric
     step crosses a kink; ``huge`` marks values that are finite in exact arithmetic but
-    past float64's range (shown as ±inf); ``arithmetic`` says how the numbers were made."""
+    past float64's range (shown as ±inf); ``arithmetic`` says how the numbers were made.
+    ``sides`` (left, right; NaN elsewhere) are the one-sided partial derivatives of the whole
+    function at the elements where an operation sits at its kink (``check.reconcile``);
+    ``smooth_kinks`` marks those among them where the two agree (the function is
+    differentiable there, whatever the operation's rule)."""
 
     output: np.ndarray
     grads: dict[str, np.ndarray]
@@ -30,6 +34,8 @@ class Expected:
     output_huge: np.ndarray | None = None
     huge: dict[str, np.ndarray] = field(default_factory=dict)
     arithmetic: str = "float64"
+    sides: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    smooth_kinks: dict[str, np.ndarray] = field(default_factory=dict)
 
     def unknown_of(self, name: str) -> np.ndarray | None:
         return self.unknown.get(name)

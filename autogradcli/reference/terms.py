@@ -11,7 +11,20 @@ import sympy as sp
 
 from autogradcli.errors import ComputationError
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import COMPARISONS, Binary, Call, Fold, Index, Name, Node, Num, Unary
+from autogradcli.lang.tree import (
+    COMPARISONS,
+    Binary,
+    Call,
+    Expression,
+    Fold,
+    Index,
+    Name,
+    Node,
+    Num,
+    Unary,
+    walk,
+    walk_names,
+)
 from autogradcli.lang.vocabulary import OPS, arguments, definition, kink_codes
 from autogradcli.reference.evaluate import FLOAT64, Arith, evaluate
 from autogradcli.reference.expected import Expected
@@ -161,6 +174,22 @@ def find_kinks(
         mask |= at_jump
         notes |= kink_codes(type(atom).__name__, set(uses))
     return mask, notes
+
+
+def path_calls(expression: Expression, name: str) -> set[str]:
+    """The functions on a path from input ``name`` to the output: the calls whose subtree
+    uses ``name``, directly or through the program's steps (the kinks a note on ``name``
+    may name)."""
+    reach = {name}
+    for step in expression.steps:  # in order: a step uses earlier ones
+        if reach.intersection(walk_names(step.node)):
+            reach.add(step.name)
+    return {
+        node.func
+        for root in expression.roots()
+        for node in walk(root)
+        if isinstance(node, Call) and reach.intersection(walk_names(node))
+    }
 
 
 JUMPS = (sp.Heaviside, sp.sign, sp.DiracDelta, sp.Piecewise)
