@@ -103,9 +103,9 @@ def _ratio(err: Any, value: Any) -> Any:
 
 def _one_sign(values: Sequence[Any]) -> bool:
     """Whether every element of every array is >= 0, or every one <= 0 (no cancellation)."""
-    low = min(float(np.min(v)) for v in values)
-    high = max(float(np.max(v)) for v in values)
-    return low >= 0 or high <= 0
+    if min(float(np.min(v)) for v in values) >= 0:
+        return True
+    return max(float(np.max(v)) for v in values) <= 0
 
 
 def _exact(number: sp.Expr) -> bool:
@@ -367,7 +367,10 @@ class Checked(Float64):
         rounding, inherited = walk.bound(expr)
         shape = result.shape
         STATS.checked += result.size
-        wide = ~(np.broadcast_to(rounding, shape) <= TRUST)
+        if _scalar(rounding):  # one bound for every element: no mask of its own
+            wide = np.asarray(not float(rounding) <= TRUST)
+        else:
+            wide = ~(np.broadcast_to(rounding, shape) <= TRUST)
         inherited = float(np.max(inherited)) if np.size(inherited) else 0.0
         if not inherited <= LIMIT:
             raise Untrusted("untrusted_float64", term=str(expr), bound=inherited)
