@@ -133,9 +133,9 @@ def _guard(guard: Guard, value: Any) -> None:
     PyTorch's or ``math``'s for ``math.f`` of a tensor past one element or outside the
     function's domain. A bitwise xor that PyTorch computes (integer or bool tensors) is
     refused: it is not a power."""
-    with build.MODES[guard.mode](torch):
+    mode = build.MODES[guard.mode](torch)  # numpy() is allowed under no_grad
+    with mode, warnings.catch_warnings():  # float() of a tensor that requires grad warns
         operands = [o if isinstance(o, int | float) else value(o) for o in guard.operands]
-    with warnings.catch_warnings():  # float() of a tensor that requires grad warns
         warnings.simplefilter("ignore")
         try:
             if guard.kind == "xor":
