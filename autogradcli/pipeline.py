@@ -13,7 +13,7 @@ import numpy as np
 from autogradcli.bind import Bound, Passes, bind
 from autogradcli.check.blocks import block_notes, make_block, settle_blocks, unchecked_block
 from autogradcli.check.judge import Judge
-from autogradcli.check.reconcile import domain_edges, kink_sides
+from autogradcli.check.reconcile import domain_edges, jacobian_sides, kink_sides
 from autogradcli.errors import LimitError, VariableError
 from autogradcli.lang.analysis import calls, rounding_steps
 from autogradcli.notes import Note
@@ -339,7 +339,7 @@ def _blocks(
             cross_key = (cross[0][key].reshape(autograd.shape), cross[1])
             blocks.append(unchecked_block(name, autograd, cross_key, bound.settings))
             continue
-        expected, kinks, codes = values[key] if exact else (numbers[key], None, set())  # type: ignore[index]
+        expected, kinks, codes, *decided = values[key] if exact else (numbers[key], None, set())  # type: ignore[index]
         third = numbers[key] if numbers is not None and exact else None
         blocks.append(
             make_block(
@@ -353,6 +353,7 @@ def _blocks(
                 kink_codes=frozenset(codes),
                 numeric=third,
                 cross=(cross[0][key].reshape(autograd.shape), cross[1]),
+                decided=decided[0] if decided else None,
             )
         )
     return tuple(blocks)
@@ -372,7 +373,7 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
     def exact() -> Any:
         constants = known(bound.program, bound.shapes, session.seen)
         model = ComponentModel(bound.program, bound.shapes, bound.limits, constants=constants)
-        return model, {n: model.jacobian_values(session.seen, n) for n in bound.names}
+        return model, {n: _with_sides(model, session.seen, n) for n in bound.names}
 
     def numeric() -> Any:
         return numeric_jacobian(_forward(bound, session.seen), session.seen, bound.names)
@@ -395,6 +396,15 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
         diagnose=_diagnosis(bound, session, model),
         rerun=_float64(bound, lambda b: run_jacobian(b, False)),
     )
+
+
+def _with_sides(model: Any, seen: dict[str, np.ndarray], name: str) -> tuple[Any, ...]:
+    """SymPy's Jacobian for ``name`` (numbers, kinks, codes) and what the one-sided
+    derivatives decide at its kink entries (``check.reconcile.jacobian_sides``)."""
+    numbers, kinks, codes = model.jacobian_values(seen, name)
+    if not np.any(kinks):
+        return numbers, kinks, codes, None
+    return numbers, kinks, codes, jacobian_sides(model, seen, name, numbers, kinks)
 
 
 def run_hessian(bound: Bound) -> DerivativeResult:

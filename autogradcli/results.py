@@ -557,6 +557,8 @@ class Block(Frozen):
     reference_verdict: str = AGREE  # against the reference alone
     cause: Cause | None = None
     kink_codes: frozenset[str] = frozenset()
+    smooth: np.ndarray | None = None  # entries at a kink where the function is differentiable
+    bounds: tuple[np.ndarray, np.ndarray] | None = None  # real kinks' intervals (NaN elsewhere)
 
     @property
     def verdict(self) -> str:

@@ -164,10 +164,11 @@ def test_jacobian_at_a_max_tie_names_pytorchs_choice():
     row0, row1 = block.autograd
     assert row0[0].tolist() in ([0, 1, 0], [0, 0, 1]) and row0[1].tolist() == [0, 0, 0]
     assert row1.tolist() == [[0, 0, 0], [1, 0, 0]]
-    assert block.excluded == 2 and block.agree is True
+    # the tied entries are real kinks: the one-sided derivatives are 0 and 1
+    assert block.excluded == 0 and block.agree is True
     assert notes(r) == [
-        "max is not differentiable at a tie; PyTorch's value there: 0, 1; 2 element(s) at that "
-        "point are left out of the check"
+        "max is not differentiable at a tie; one-sided derivatives there: [0, 1] (a real "
+        "kink); PyTorch's value there: 0, 1; 2 element(s) checked to lie between them"
     ]
 
 

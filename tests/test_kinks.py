@@ -134,8 +134,9 @@ def test_notes_name_only_the_kinks_on_that_inputs_path():
     r = ag.grad("relu(x) + clamp(y, min=0)", x=0, y=0)
     assert r.variables["x"].notes[0].data["codes"] == ["relu"]
     assert r.variables["y"].notes[0].data["codes"] == ["clamp"]
-    p = ag.grad("a = relu(x); b = clamp(y, min=0); out = a*b", x=0, y=0)
+    p = ag.grad("a = relu(x); b = clamp(y, min=0); out = a + 2*b", x=0, y=0)
     assert p.variables["x"].notes[0].data["codes"] == ["relu"]
+    assert p.variables["y"].notes[0].data["codes"] == ["clamp"]
 
 
 def test_kink_sides_without_kinks_is_the_same_reference():
@@ -191,3 +192,16 @@ def test_composites_of_cancelling_kinks_get_the_verdict_the_sides_allow(terms, s
         if at.any() and not ok:
             assert x.cause is not None and x.cause.code == "kink_outside"
     assert (r.verdict == "agree") is ok
+
+
+def test_jacobian_entries_at_a_kink_follow_the_same_rule():
+    smooth = ag.jacobian("relu(x) - relu(-x)", x="[0.0, 1.0]")
+    block = smooth.blocks[0]
+    assert block.autograd.tolist() == [[0.0, 0.0], [0.0, 1.0]]
+    assert block.expected.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    assert smooth.verdict == "disagree" and block.cause is not None
+    assert block.cause.code == "nonsmooth_chain_rule" and block.cause.data["index"] == [0, 0]
+    outside = ag.jacobian("relu(x) - 2*relu(-x)", x="[0.0]")
+    assert outside.verdict == "disagree" and outside.blocks[0].cause.code == "kink_outside"
+    between = ag.jacobian("relu(x)", x="[0.0, 1.0]")
+    assert between.verdict == "agree" and [n.code for n in between.notes] == ["kink_between"]

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from autogradcli.check.diagnose import check_cause, rounding_cause
+from autogradcli.check.judge import kink_cause_at
+from autogradcli.check.reconcile import Decided
 from autogradcli.notes import Note
 from autogradcli.policy.compare import Comparison, compare
 from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, UNCHECKED, settle
@@ -33,12 +35,18 @@ def make_block(
     cross: tuple[np.ndarray, str] | None = None,
     numeric: np.ndarray | None = None,
     numeric_widen: np.ndarray | float = 0.0,
+    decided: Decided | None = None,
 ) -> Block:
-    """One block compared with its reference (the verdict is settled by ``settle_blocks``)."""
+    """One block compared with its reference (the verdict is settled by ``settle_blocks``);
+    ``decided``: what the one-sided derivatives said at its kink entries."""
     rtol, atol = settings.tolerance
     if not exact:  # central differences: their tolerance, widened by their rounding
         rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol) + numeric_widen
-    check = compare(autograd, expected, rtol, atol, kinks, relative=relative)
+    bounds = smooth = None
+    if decided is not None and kinks is not None:
+        expected, kinks = decided.expected, kinks & ~decided.decided
+        bounds, smooth = decided.bounds, decided.smooth
+    check = compare(autograd, expected, rtol, atol, kinks, bounds, relative=relative)
     cross_agree = None
     if cross is not None:
         cross_agree = compare(autograd, cross[0], *settings.tolerance).agree
@@ -66,6 +74,8 @@ def make_block(
         numeric_agree=numeric_agree,
         reference_verdict=AGREE if check.agree else DISAGREE,
         kink_codes=kink_codes,
+        smooth=smooth,
+        bounds=bounds,
     )
 
 
@@ -126,6 +136,17 @@ def settle_blocks(
                 replace(block, reference_verdict=verdict, cause=cause, cross_agree=cross)
             )
             continue
+        at_kink = kink_cause_at(
+            block.autograd,
+            block.expected,
+            block.smooth,
+            block.bounds,
+            block.kink_codes,
+            dtype,
+        )
+        if at_kink is not None:
+            settled.append(replace(block, reference_verdict=DISAGREE, cause=at_kink))
+            continue
         cause = check_cause(
             block.check,
             block.autograd,
@@ -145,6 +166,24 @@ def block_notes(blocks: tuple[Block, ...]) -> list[Note]:
     """Entries left out at kinks, with PyTorch's values there (named by block when several)."""
     notes = []
     for b in blocks:
+        prefix = {"prefix": f"{b.key}: "} if len(blocks) > 1 else {}
+        codes = sorted(b.kink_codes)
+        if b.smooth is not None and b.smooth.any():
+            values = [float(v) for v in np.unique(b.expected[b.smooth])[:8]]
+            data = {"codes": codes, "elements": int(b.smooth.sum()), "values": values}
+            notes.append(Note("kink_smooth", {**data, **prefix}))
+        if b.bounds is not None:
+            real = ~np.isnan(b.bounds[0])
+            pairs = sorted(
+                {(float(a), float(c)) for a, c in zip(*(x[real] for x in b.bounds), strict=True)}
+            )
+            data = {
+                "codes": codes,
+                "elements": int(real.sum()),
+                "sides": [list(p) for p in pairs[:4]],
+                "values": [float(v) for v in np.unique(b.autograd[real])[:8]],
+            }
+            notes.append(Note("kink_between", {**data, **prefix}))
         if b.check.excluded:
             data: dict[str, Any] = {
                 "codes": sorted(b.kink_codes),

@@ -363,17 +363,35 @@ def kink_notes(
 def kink_cause(
     expected: Expected, name: str, grad: np.ndarray, scale: int, codes: set[str], dtype: str
 ) -> Cause | None:
-    """The cause where a check fails at an element the one-sided derivatives decided: the
-    chain rule through a kink missed a derivative that exists (``nonsmooth_chain_rule``), or
-    autograd's value lies outside a real kink's interval (``kink_outside``)."""
+    """The cause where a check fails at an element the one-sided derivatives decided
+    (``kink_cause_at``), for one variable of a ``grad`` run."""
     if name not in expected.sides:
         return None
+    grad = np.asarray(grad, dtype=np.float64)
+    want = scale * np.broadcast_to(expected.grads[name], grad.shape)
+    bounds = expected.bounds.get(name)
+    if bounds is not None:
+        bounds = (scale * bounds[0], scale * bounds[1])
+    return kink_cause_at(grad, want, expected.smooth_kinks.get(name), bounds, codes, dtype)
+
+
+def kink_cause_at(
+    grad: np.ndarray,
+    want: np.ndarray,
+    smooth: np.ndarray | None,
+    bounds: tuple[np.ndarray, np.ndarray] | None,
+    codes: set[str] | frozenset[str],
+    dtype: str,
+) -> Cause | None:
+    """The chain rule through a kink missed a derivative that exists
+    (``nonsmooth_chain_rule``), autograd is NaN or infinite at a real kink
+    (``non_differentiable``), or its value lies outside a real kink's interval
+    (``kink_outside``); None when no decided element fails."""
     rtol, atol = TOLERANCES[dtype]
     grad = np.asarray(grad, dtype=np.float64)
-    smooth = expected.smooth_kinks.get(name)
     if smooth is not None and smooth.any():
-        want = scale * np.broadcast_to(expected.grads[name], grad.shape)
-        miss = smooth & ~isclose(grad, want, rtol, atol)
+        want = np.broadcast_to(want, grad.shape)
+        miss = np.broadcast_to(smooth, grad.shape) & ~isclose(grad, want, rtol, atol)
         if miss.any():
             first = int(np.flatnonzero(miss)[0])
             data = {
@@ -385,8 +403,8 @@ def kink_cause(
                 "dtype": dtype,
             }
             return Cause("nonsmooth_chain_rule", data)
-    if name in expected.bounds:
-        low, high = (scale * np.broadcast_to(b, grad.shape) for b in expected.bounds[name])
+    if bounds is not None:
+        low, high = (np.broadcast_to(b, grad.shape) for b in bounds)
         with np.errstate(all="ignore"):
             slack = atol + rtol * np.maximum(np.abs(low), np.abs(high))
             inside = (grad >= low - slack) & (grad <= high + slack)

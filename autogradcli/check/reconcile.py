@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from autogradcli.notes import Note
 from autogradcli.reference import Model, NumericModel
-from autogradcli.reference.evaluate import FLOAT64, Arith, precise
+from autogradcli.reference.evaluate import FLOAT64, Arith, Precise, precise
 from autogradcli.reference.expected import Expected
+
+if TYPE_CHECKING:
+    from autogradcli.reference.components import ComponentModel
 
 
 def domain_edges(
@@ -95,22 +99,83 @@ def kink_sides(
     for name in names:
         mask = np.asarray(expected.kinks[name], dtype=bool)
         left, right, undecided = _sides(evaluate, seen, used, name, mask, precise_)
-        decided = mask & ~undecided & ~np.isnan(left) & ~np.isnan(right)
-        with np.errstate(all="ignore"):
-            near = np.abs(left - right) <= SIDES_RTOL * np.maximum(np.abs(left), np.abs(right))
-            same = decided & ((left == right) | near)
-            real = decided & ~same
-            low, high = np.fmin(left, right), np.fmax(left, right)
-            inside = np.clip(np.where(np.isnan(grads[name]), 0.0, grads[name]), low, high)
-        grads[name] = np.where(same, right, np.where(real, inside, grads[name]))
-        kinks[name] = mask & ~decided
-        smooth[name] = same
-        sides[name] = (np.where(decided, left, np.nan), np.where(decided, right, np.nan))
-        if real.any():
-            bounds[name] = (np.where(real, low, np.nan), np.where(real, high, np.nan))
+        found = decide(left, right, mask & ~undecided, expected.grads[name])
+        grads[name], smooth[name] = found.expected, found.smooth
+        kinks[name] = mask & ~found.decided
+        sides[name] = found.sides
+        if found.bounds is not None:
+            bounds[name] = found.bounds
     return replace(
         expected, grads=grads, kinks=kinks, bounds=bounds, sides=sides, smooth_kinks=smooth
     )
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What the one-sided derivatives decided at an array's kink elements: the reference
+    (their common value where they agree, SymPy's clipped between them at a real kink),
+    the elements decided, those where the function is differentiable (``smooth``), the
+    real kinks' intervals (NaN elsewhere; None when there is none) and both sides."""
+
+    expected: np.ndarray
+    decided: np.ndarray
+    smooth: np.ndarray
+    bounds: tuple[np.ndarray, np.ndarray] | None
+    sides: tuple[np.ndarray, np.ndarray]
+
+
+def decide(left: np.ndarray, right: np.ndarray, mask: np.ndarray, values: np.ndarray) -> Decided:
+    """The rule at the ``mask`` elements, from the ``left`` and ``right`` partial
+    derivatives there (NaN: no number, left undecided)."""
+    decided = mask & ~np.isnan(left) & ~np.isnan(right)
+    with np.errstate(all="ignore"):
+        near = np.abs(left - right) <= SIDES_RTOL * np.maximum(np.abs(left), np.abs(right))
+        same = decided & ((left == right) | near)
+        real = decided & ~same
+        low, high = np.fmin(left, right), np.fmax(left, right)
+        inside = np.clip(np.where(np.isnan(values), 0.0, values), low, high)
+    expected = np.where(same, right, np.where(real, inside, values))
+    bounds = None
+    if real.any():
+        bounds = (np.where(real, low, np.nan), np.where(real, high, np.nan))
+    sides = (np.where(decided, left, np.nan), np.where(decided, right, np.nan))
+    return Decided(expected, decided, same, bounds, sides)
+
+
+def jacobian_sides(
+    model: ComponentModel,
+    seen: dict[str, np.ndarray],
+    name: str,
+    values: np.ndarray,
+    kinks: np.ndarray,
+) -> Decided:
+    """``decide`` for a Jacobian block (output elements by input elements): each input
+    element with a kink entry in its column is moved just off its point on each side, one
+    at a time (up to ``ONE_BY_ONE``), and the column of SymPy's Jacobian read there."""
+    size = int(np.size(seen[name]))
+    columns = np.asarray(kinks, dtype=bool).reshape(-1, size)
+    left, right = (np.full(columns.shape, np.nan) for _ in range(2))
+    arith = precise(KINK_BITS)
+    terms = model.jacobian(name)
+    for j in np.flatnonzero(columns.any(axis=0))[:ONE_BY_ONE]:
+        for direction, out in ((-1, left), (1, right)):
+            moved = _moved(arith, seen[name], j, direction)
+            env = model.environment({**seen, name: moved}, arith)
+            numbers, at, _ = model.numbers(terms, env, arith)
+            column = arith.floats(numbers).reshape(columns.shape)[:, j]
+            out[:, j] = np.where(np.asarray(at).reshape(columns.shape)[:, j], np.nan, column)
+    shape = np.shape(kinks)
+    mask = np.asarray(kinks, dtype=bool)
+    return decide(left.reshape(shape), right.reshape(shape), mask, np.asarray(values))
+
+
+def _moved(arith: Precise, values: np.ndarray, index: int, direction: int) -> np.ndarray:
+    """``values`` in ``arith`` with the element at flat ``index`` moved just off its point."""
+    moved = np.array(arith.array(values), dtype=object)
+    flat = moved.reshape(-1)
+    x = flat[index]
+    flat[index] = x + direction * arith.ctx.ldexp(max(abs(x), 1), -STEP_BITS)
+    return moved
 
 
 def _sides(
