@@ -313,6 +313,7 @@ class SymbolicModel:
                             notes[name] |= kink_codes(type(atom).__name__, uses)
             if symbol in names:
                 name = names[symbol]
+                arith.check_sum([contribution], self.shapes[name])  # broadcast sums that cancel
                 reduced = reduce_to_shape(contribution, self.shapes[name], own=True)
                 _accumulate(grads, name, reduced, arith)
                 continue
@@ -372,6 +373,8 @@ def _accumulate(grads: dict[str, Any], name: str, contribution: np.ndarray, arit
     """``grads[name] += contribution`` (``contribution`` is an array of its own): in place.
     The first contribution is added to 0 as before (0 + -0.0 is 0.0), in its own array."""
     total = grads[name]
+    if total is not None:
+        arith.check_sum([total, contribution], np.shape(total))  # contributions that cancel
     if total is None:
         zero = arith.number(sp.Integer(0))
         if (
