@@ -205,3 +205,17 @@ def test_jacobian_entries_at_a_kink_follow_the_same_rule():
     assert outside.verdict == "disagree" and outside.blocks[0].cause.code == "kink_outside"
     between = ag.jacobian("relu(x)", x="[0.0, 1.0]")
     assert between.verdict == "agree" and [n.code for n in between.notes] == ["kink_between"]
+
+
+@pytest.mark.parametrize("size", [300, 20_000])  # mpmath beside the point; the next float
+def test_kinks_at_random_indices_of_a_large_tensor(size):
+    rng = np.random.default_rng(size)
+    x = rng.choice([-1.5, 0.0, 2.0], size)
+    smooth = ag.grad("sum(relu(x) - relu(-x))", x=x, dtype="float64").variables["x"]
+    assert np.array_equal(smooth.expected, np.ones(size))  # the derivative of x, everywhere
+    assert np.array_equal(smooth.grad, np.where(x == 0, 0.0, 1.0))  # PyTorch's
+    assert smooth.cause is not None and smooth.cause.code == "nonsmooth_chain_rule"
+    assert smooth.cause.data["elements"] == int((x == 0).sum())
+    real = ag.grad("sum(relu(x))", x=x, dtype="float64")
+    assert real.verdict == "agree"
+    assert real.variables["x"].notes[0].data["elements"] == int((x == 0).sum())

@@ -305,9 +305,7 @@ class _Bounded(_Walk):
         out = []
         for channel in (0, 1):
             errs = [
-                b[channel] * np.abs(self.value(a))
-                for a in args
-                if not _zero(b := self.bound(a)[channel])
+                b * np.abs(self.value(a)) for a in args if not _zero(b := self.bound(a)[channel])
             ]
             out.append(_ratio(reduce(np.maximum, errs), value) if errs else 0.0)
         return out[0], out[1]
