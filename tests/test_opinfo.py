@@ -1,0 +1,310 @@
+"""A differential test against PyTorch's own OpInfo samples
+(``torch.testing._internal.common_methods_invocations.op_db``).
+
+For every vocabulary entry that has an OpInfo, PyTorch's sample inputs in float64 go through
+``ag.grad`` as the tool's user would write them: each tensor a value (floating tensors are
+inputs with a gradient, the others constants), each number, tuple or word a positional or
+keyword argument. The tool must say ✓. Where it does not, ``torch.autograd.gradcheck`` is a
+third opinion: if PyTorch's gradient passes it, the tool's ✗ is false and the test fails; if
+it fails, the tool's ✗ is right. A sample the tool cannot express (an argument the language
+does not have, such as ``dtype=`` or ``ord=3``: an ``ExpressionError``) is counted as such;
+any other refusal of a sample PyTorch computes fails the test.
+
+The fast profile (CI) runs the first ``FAST`` expressible samples of each entry; with
+``AUTOGRAD_CLI_LONG=1`` every sample and every reference input (large values, extremal
+values, noncontiguous tensors) runs, gradcheck is asked about every ✓ as well (a false ✓),
+and a summary is printed (``-s``). ``op_db`` needs the ``expecttest`` package; without it the
+test is skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("expecttest")  # common_methods_invocations imports it
+
+import torch
+
+import autogradcli as ag
+from autogradcli.errors import AutogradCliError, ExpressionError
+from autogradcli.lang.vocabulary import OPS, SPELLINGS
+
+LONG = os.environ.get("AUTOGRAD_CLI_LONG") == "1"
+FAST = 1  # samples per entry in the fast profile: the first of at most FAST_ELEMENTS
+FAST_ELEMENTS = 30
+MAX_ELEMENTS = 1024  # larger samples are not run
+
+
+@pytest.fixture(scope="module")
+def op_db() -> list[Any]:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return op_db
+
+
+def spelling(name: str) -> str | None:
+    """The tool's spelling of an OpInfo's function, if the vocabulary has it."""
+    if name.startswith("nn.functional."):
+        candidates = [f"F.{name.removeprefix('nn.functional.')}"]
+    elif "." in name:
+        candidates = [f"torch.{name}"]
+    else:
+        candidates = [f"torch.{name}", f"Tensor.{name}"]
+    return next((c for c in candidates if c in SPELLINGS), None)
+
+
+def covered(op_db: list[Any]) -> dict[str, list[Any]]:
+    """Vocabulary entry -> the OpInfos that call it (operators' entries included)."""
+    found: dict[str, list[Any]] = {}
+    for info in op_db:
+        way = spelling(info.name)
+        if way is None or info.variant_test_name in ("with_dtype", "complex"):
+            continue
+        if SPELLINGS[way].kind == "constant":  # ones_like, zeros_like: no gradient to check
+            continue
+        found.setdefault(SPELLINGS[way].name, []).append(info)
+    return found
+
+
+@dataclass
+class Call:
+    """One sample written as the tool's expression, with its values."""
+
+    text: str
+    values: dict[str, np.ndarray]
+    const: list[str]
+    grads: list[str]  # the differentiable tensors, in order
+    run: Any  # the same function of those tensors, for gradcheck
+
+
+def literal(value: Any) -> str | None:
+    """A non-tensor argument as the language writes it, or None."""
+    if isinstance(value, bool) or value is None:
+        return repr(value) if isinstance(value, bool) else None
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (tuple, list)) and all(type(v) is int for v in value):
+        return "(" + "".join(f"{v}, " for v in value) + ")"
+    return None
+
+
+def written(info: Any, sample: Any) -> Call | None:
+    """The sample as an expression the tool takes, or None where it has no such call."""
+    way = spelling(info.name)
+    sequence = isinstance(sample.input, (list, tuple))
+    if way is None or not (sequence or isinstance(sample.input, torch.Tensor)):
+        return None
+    names = iter(("x", "y", "z", "w", "v"))
+    values: dict[str, np.ndarray] = {}
+    const: list[str] = []
+    grads: list[str] = []
+    tensors: list[torch.Tensor] = []
+
+    def tensor(t: Any) -> str | None:
+        if t.is_complex() or t.numel() > MAX_ELEMENTS:
+            return None
+        name = next(names)
+        values[name] = t.detach().to(torch.float64).cpu().numpy()
+        if t.dtype == torch.float64:
+            grads.append(name)
+            tensors.append(t)
+        else:
+            const.append(name)
+        return name
+
+    given = list(sample.input) if sequence else [sample.input]
+    if not given or any(t.dtype != torch.float64 for t in given):
+        return None
+    heads = [tensor(t) for t in given]
+    if None in heads:
+        return None
+    first = f"[{', '.join(heads)}]" if sequence else heads[0]
+    args: list[str] = []
+    for arg in sample.args:
+        text = tensor(arg) if isinstance(arg, torch.Tensor) else literal(arg)
+        if text is None:
+            return None
+        args.append(text)
+    kwargs = dict(sample.kwargs)
+    if info.name == "linalg.vector_norm" and kwargs.get("ord", 2) == 2:
+        kwargs.pop("ord", None)  # the 2-norm, the only one the language has
+    for key, arg in kwargs.items():
+        text = tensor(arg) if isinstance(arg, torch.Tensor) else literal(arg)
+        if text is None:
+            return None
+        args.append(f"{key}={text}")
+    head, *rest = [first, *args]
+    if way.startswith("Tensor."):
+        text = f"{head}.{way.removeprefix('Tensor.')}({', '.join(rest)})"
+    else:
+        text = f"{way}({', '.join([head, *rest])})"
+    if info.name == "where":  # OpInfo's where is self.where(condition, other)
+        text = f"torch.where({', '.join([rest[0], head, *rest[1:]])})"
+
+    def run(*differentiable: torch.Tensor) -> torch.Tensor:
+        swap = dict(zip((id(t) for t in tensors), differentiable, strict=True))
+        again = [swap.get(id(a), a) if isinstance(a, torch.Tensor) else a for a in sample.args]
+        keys = {
+            k: swap.get(id(a), a) if isinstance(a, torch.Tensor) else a
+            for k, a in sample.kwargs.items()
+        }
+        head = [swap[id(t)] for t in given] if sequence else swap[id(sample.input)]
+        out = info.op(head, *again, **keys)
+        return out[0] if isinstance(out, tuple) else out
+
+    return Call(text, values, const, grads, run)
+
+
+def gradcheck(call: Call, sample: Any) -> bool:
+    """PyTorch's own finite-difference check of its gradient at the sample."""
+    inputs = []
+    for name in call.grads:
+        inputs.append(torch.tensor(call.values[name], dtype=torch.float64, requires_grad=True))
+    if not inputs:
+        return True
+    try:
+        return bool(
+            torch.autograd.gradcheck(
+                call.run, tuple(inputs), raise_exception=False, check_undefined_grad=False
+            )
+        )
+    except (RuntimeError, ValueError):
+        return False
+
+
+@dataclass
+class Tally:
+    """What the samples gave."""
+
+    run: int = 0
+    agree: int = 0
+    unexpressible: Counter[str] = field(default_factory=Counter)
+    refused: list[str] = field(default_factory=list)
+    true_disagree: list[str] = field(default_factory=list)
+    false_disagree: list[str] = field(default_factory=list)
+    false_agree: list[str] = field(default_factory=list)
+    crashed: list[str] = field(default_factory=list)
+    per_entry: Counter[str] = field(default_factory=Counter)
+
+
+def check_sample(info: Any, sample: Any, tally: Tally, entry: str, third: bool) -> None:
+    """One sample through ``ag.grad``; gradcheck where the tool does not say ✓ (and, with
+    ``third``, where it does)."""
+    call = written(info, sample)
+    if call is None:
+        tally.unexpressible["argument"] += 1
+        return
+    where = f"{info.name}:{call.text} {_shapes(call)}"
+    try:
+        result = ag.grad(
+            call.text,
+            call.values,
+            dtype="float64",
+            weights="ones",
+            const=call.const,
+            suggest=False,
+        )
+    except AutogradCliError as exc:
+        code = getattr(exc, "code", "")
+        if isinstance(exc, ExpressionError):  # the language has no such call
+            tally.unexpressible[code] += 1
+        else:
+            tally.refused.append(f"{where}: {code}: {exc}")
+        return
+    except Exception as exc:  # a traceback is always a failure
+        tally.crashed.append(f"{where}: {type(exc).__name__}: {exc}")
+        return
+    tally.run += 1
+    tally.per_entry[entry] += 1
+    if result.verdict == "agree":
+        tally.agree += 1
+        if third and not gradcheck(call, sample):
+            tally.false_agree.append(where)
+        return
+    detail = f"{where}: {result.verdict} ({result.first_cause()})"
+    if gradcheck(call, sample):
+        tally.false_disagree.append(detail)
+    else:
+        tally.true_disagree.append(detail)
+
+
+def _size(sample: Any) -> int:
+    """Elements of a sample's tensors."""
+    first = list(sample.input) if isinstance(sample.input, (list, tuple)) else [sample.input]
+    parts = [*first, *sample.args, *sample.kwargs.values()]
+    return sum(t.numel() for t in parts if isinstance(t, torch.Tensor))
+
+
+def _shapes(call: Call) -> str:
+    return str({n: list(v.shape) for n, v in call.values.items()})
+
+
+def samples(info: Any, long: bool) -> Iterator[Any]:
+    """PyTorch's samples of an OpInfo in float64 (and its reference inputs, when long)."""
+    yield from info.sample_inputs("cpu", torch.float64, requires_grad=False)
+    if long:
+        try:
+            yield from info.reference_inputs("cpu", torch.float64, requires_grad=False)
+        except (ValueError, RuntimeError, TypeError):
+            return  # a generator that cannot make float64 inputs without grad
+
+
+def test_opinfo_samples_get_the_right_verdict(op_db: list[Any]) -> None:
+    table = covered(op_db)
+    tally = Tally()
+    start = time.perf_counter()
+    for entry, infos in sorted(table.items()):
+        taken = 0
+        elementwise = OPS[entry].elementwise
+        for info in infos:
+            for sample in samples(info, LONG):
+                if not LONG and taken >= FAST:
+                    break
+                if not LONG and _size(sample) > FAST_ELEMENTS and not elementwise:
+                    continue  # a product of 125 symbols takes SymPy 20 s
+                before = tally.run
+                check_sample(info, sample, tally, entry, third=LONG)
+                taken += tally.run - before
+    seconds = time.perf_counter() - start
+    if LONG:
+        print(
+            f"\nOpInfo: {len(table)} entries, {tally.run} samples run in {seconds:.0f} s, "
+            f"{tally.agree} agree; false ✓ {len(tally.false_agree)}, false ✗ "
+            f"{len(tally.false_disagree)}, true ✗ {len(tally.true_disagree)}, refused "
+            f"{len(tally.refused)}, crashed {len(tally.crashed)}; not expressible: "
+            f"{dict(tally.unexpressible)}"
+        )
+        for title, rows in (
+            ("false ✓", tally.false_agree),
+            ("false ✗", tally.false_disagree),
+            ("true ✗", tally.true_disagree),
+            ("refused", tally.refused),
+            ("crashed", tally.crashed),
+        ):
+            for row in rows:
+                print(f"  {title}: {row}")
+    assert not tally.crashed, tally.crashed
+    assert not tally.false_disagree, tally.false_disagree
+    assert not tally.false_agree, tally.false_agree
+    assert not tally.refused, tally.refused
+    assert set(tally.per_entry) == set(table), set(table) - set(tally.per_entry)
+
+
+def test_every_entry_with_an_opinfo_is_covered(op_db: list[Any]) -> None:
+    """The entries the test reaches (a new vocabulary entry with an OpInfo joins by itself)."""
+    table = covered(op_db)
+    for entry in ("sin", "softplus", "sum", "logsumexp", "norm", "permute", "prod", "max"):
+        assert entry in table
