@@ -19,6 +19,7 @@ from autogradcli.policy.verdict import (
     AGREE,
     DISAGREE,
     ROUNDING,
+    UNCHECKED,
     Cause,
     rounding_relative,
     settle,
@@ -54,25 +55,36 @@ class Float64Checks:
     numeric: dict[str, Comparison]
 
 
-def float64_checks(session: Session, expected: Expected, numbers: Expected | None, exact: bool):
+def float64_checks(
+    session: Session,
+    expected: Expected,
+    numbers: Expected | None,
+    reference: Reference,
+    tolerance: tuple[float, float],
+):
     """Run the same inputs (as the dtype rounded them) once in float64 and compare with the
-    reference at float64's tolerance: the evidence a ≈ verdict needs."""
+    reference at float64's tolerance: the evidence a ≈ verdict needs. A numeric reference
+    adds its estimated error to the absolute tolerance, and leaves out what it cannot check
+    at the dtype's ``tolerance``."""
     run = float64_run(session)
     rtol, atol = TOLERANCES["float64"]
-    if not exact:  # the numeric check is the reference
-        rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
     output = compare(run.output, expected.output, rtol, atol, huge=expected.output_huge)
     grads, numeric = {}, {}
     for name, got in run.grads.items():
+        error = reference.error_of(name)
+        unknown = expected.unknown_of(name)
+        loose = reference.unchecked(name, *tolerance)
+        if loose is not None:
+            unknown = loose if unknown is None else unknown | loose
         grads[name] = compare(
             got,
             expected.grads[name],
             rtol,
-            atol,
+            atol if error is None else atol + np.where(np.isfinite(error), error, 0.0),
             expected.kinks[name],
             bounds(expected, name),
             expected.huge.get(name),
-            unknown=expected.unknown_of(name),
+            unknown=unknown,
         )
         if numbers is not None:
             numeric[name] = compare(
@@ -105,12 +117,11 @@ class Judge:
     ) -> None:
         settings = session.bound.settings
         self.session, self.autograd, self.plan = session, autograd, plan
-        self.model = reference.model
+        self.model, self.reference = reference.model, reference
         self.exact = reference.exact
         self.expected, self.numbers = expected, numbers
-        self.rtol, self.atol = settings.tolerance
-        if not self.exact:  # the numeric check is the reference: its own (looser) tolerance
-            self.rtol, self.atol = max(self.rtol, NUMERIC.rtol), max(self.atol, NUMERIC.atol)
+        self.rtol, self.atol = settings.tolerance  # a numeric reference leaves out what it
+        # cannot check at them (``unchecked``), never widens them
         self.dtype = settings.dtype
         self.relative = rounding_relative(self.dtype, steps)
         self.output_check = compare(
@@ -145,8 +156,25 @@ class Judge:
             bounds(e, name, scale),
             e.huge.get(name),
             self.relative,
-            e.unknown_of(name),
+            self.unchecked(name, scale),
         )
+
+    def unchecked(self, name: str, scale: int) -> np.ndarray | None:
+        """Elements left out of ``name``'s check: where the reference has no number, and
+        where a numeric reference is too loose for this tolerance."""
+        unknown = self.expected.unknown_of(name)
+        loose = self.reference.unchecked(name, self.rtol, self.atol, scale)
+        if loose is None or not loose.any():
+            return unknown
+        return loose if unknown is None else unknown | loose
+
+    def settle_variable(self, name: str, check: Comparison, scale: int, pick: Pick) -> str:
+        """``settle``; unchecked where every element was left out, some of them because
+        the numeric reference is too loose for this tolerance (nothing was checked)."""
+        verdict = self.settle(check, pick)
+        loose = self.reference.unchecked(name, self.rtol, self.atol, scale)
+        nothing = loose is not None and loose.any() and check.excluded == loose.size
+        return UNCHECKED if verdict == AGREE and nothing else verdict
 
     def numeric_check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
         assert self.numbers is not None
@@ -166,7 +194,10 @@ class Judge:
         if self.dtype == "float64":
             return None
         if self._float64 is None:
-            self._float64 = float64_checks(self.session, self.expected, self.numbers, self.exact)
+            tolerance = (self.rtol, self.atol)
+            self._float64 = float64_checks(
+                self.session, self.expected, self.numbers, self.reference, tolerance
+            )
         return self._float64
 
     def settle(self, check: Comparison, pick: Pick) -> str:
@@ -185,7 +216,7 @@ class Judge:
         huge: np.ndarray | None,
         kinks: set[str],
     ) -> Cause | None:
-        if verdict == AGREE:
+        if verdict in (AGREE, UNCHECKED):
             return None
         f64 = self.float64()
         f64_check = None if f64 is None else pick(f64)
@@ -231,7 +262,7 @@ class Judge:
         scale = self.plan.times(len(self.autograd.snapshots))
         grad, want = self.autograd.snapshots[-1][name], times(scale, e.grads[name])
         check = self.check(name, grad, scale)
-        verdict = self.settle(check, lambda f: f.grads[name])
+        verdict = self.settle_variable(name, check, scale, lambda f: f.grads[name])
         huge = e.huge.get(name)
         codes = e.kink_notes[name]
         cause = None if verdict == AGREE else kink_cause(e, name, grad, scale, codes, self.dtype)
@@ -241,8 +272,10 @@ class Judge:
             cause = self.cause(verdict, check, lambda f: f.grads[name], grad, want, huge, codes)
         unknown = e.unknown_of(name)
         marked = e.kinks[name] if unknown is None else e.kinks[name] | unknown
-        notes = variable_notes(codes, check, want, marked, sided=name in e.sides)
+        loose = self.reference.unchecked(name, self.rtol, self.atol, scale)
+        notes = variable_notes(codes, check, want, marked, name in e.sides, loose, grad)
         notes += kink_notes(e, name, grad, scale, codes)
+        notes += self.reference.unchecked_notes(name, self.rtol, self.atol, scale)
         numeric = numeric_error = numeric_verdict = None
         if self.numbers is not None and self.exact:
             numeric = times(scale, self.numbers.grads[name])
@@ -279,7 +312,9 @@ class Judge:
             scale = self.plan.times(index)
             want = {n: times(scale, self.expected.grads[n]) for n in names}
             verdicts = [
-                self.settle(self.check(n, grads[n], scale), lambda f, n=n: f.grads[n])
+                self.settle_variable(
+                    n, self.check(n, grads[n], scale), scale, lambda f, n=n: f.grads[n]
+                )
                 for n in names
             ]
             results.append(PassResult(index, grads, want, worst(verdicts)))
@@ -300,18 +335,27 @@ def variable_notes(
     expected: np.ndarray,
     kinks: np.ndarray,
     sided: bool = False,
+    loose: np.ndarray | None = None,
+    actual: np.ndarray | None = None,
 ) -> list[Note]:
     """Notes on one variable: elements left out at kinks (with PyTorch's values there, as
-    printed), infinite and undefined derivatives."""
+    printed), infinite and undefined derivatives. Elements ``loose`` (the numeric reference
+    cannot check them: notes of their own) are not counted here; ``actual`` gives
+    PyTorch's values at the kinks then."""
     notes = []
-    if check.excluded:
+    excluded, values = check.excluded, check.excluded_values
+    if loose is not None and loose.any() and actual is not None:
+        excluded -= int(loose.sum())
+        at = kinks & np.isfinite(actual)
+        values = tuple(float(v) for v in np.unique(actual[at])[:8])
+    if excluded:
         notes.append(
             Note(
                 "kink",
                 {
                     "codes": sorted(codes),
-                    "excluded": check.excluded,
-                    "values": list(check.excluded_values),
+                    "excluded": excluded,
+                    "values": list(values),
                 },
             )
         )

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text, spell
-from autogradcli.policy.verdict import AGREE, ROUNDING
+from autogradcli.policy.verdict import AGREE, ROUNDING, UNCHECKED
 from autogradcli.render import LATEX
 from autogradcli.render.cells import (
     MARK_OF,
@@ -271,6 +271,14 @@ def _verdict(result: GradResult) -> Text:
             f"{MARK_OF[ROUNDING]} autograd and {who} agree within {result.dtype} rounding "
             f"(bound {result.rounding_bound:.2g} relative; float64 agrees){strict}",
             style=STYLES[MARK_OF[ROUNDING]],
+        )
+    unseen = [n for n, v in result.variables.items() if v.verdict == UNCHECKED]
+    if verdict == UNCHECKED:
+        return Text(
+            f"{MARK_OF[UNCHECKED]} not checked: the numeric reference is too loose for "
+            f"{result.dtype}'s tolerance at every element of {', '.join(unseen)} (see the "
+            "notes); exit code 1",
+            style=STYLES[MARK_OF[UNCHECKED]],
         )
     failing = [n for n, v in result.variables.items() if v.verdict == "disagree"]
     failing += [
