@@ -12,6 +12,7 @@ import numpy as np
 from autogradcli.errors import UnknownVariableError, VariableError
 from autogradcli.lang.analysis import class_targets
 from autogradcli.lang.parser import parse_expression
+from autogradcli.lang.program import caret_power
 from autogradcli.lang.shapes import Shape, infer_shape
 from autogradcli.lang.tree import Backward, Expression, Leaf, Name, Node, Show, Step, walk
 from autogradcli.lang.values import Constructed, RandomSource, read_constructor, read_value
@@ -76,6 +77,8 @@ def bind(
     fixed = {v.name for v in program.leaves if not v.requires_grad}
     fixed |= class_targets(program, shapes)  # class indices are integers: no gradient
     notes += _shadowed(program, values)
+    if not program.is_cell and caret_power(program.text):
+        notes.append(Note("caret_power"))
     return Bound(
         program=program,
         arrays={n: arrays[n] for n in program.variables},

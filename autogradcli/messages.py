@@ -654,6 +654,8 @@ NOTES: dict[str, str] = {
     "order_unchecked": "{name}: not checked: central differences of order {order} are too "
     "coarse to judge autograd's value (they stand in for SymPy above order 2 only when they "
     "agree); raise [[sympy_seconds]] for SymPy's exact check",
+    "caret_power": "^ is read as ** (power) in an expression; in Python and PyTorch it is "
+    "bitwise xor, which a pasted cell gets",
     "program_dtype": "the program's values are {dtype} (dtype=), so everything runs in {dtype}",
     "constant_shadowed": "'{name}' here is a variable (given a value or assigned), not the "
     "constant {name}",

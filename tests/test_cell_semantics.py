@@ -323,3 +323,14 @@ def test_the_linspace_of_the_issue_is_exact() -> None:
     tool, error = run_tool(text)
     want = 2 * torch.linspace(-3.14159, 3.14159, 2000)
     assert error is None and np.array_equal(tool[0][0], want.to(torch.float64).numpy())
+
+
+def test_caret_in_an_expression_is_power_with_a_note():
+    r = ag.grad("x^2", x=3)
+    assert float(r.variables["x"].grad) == 6.0 and r.verdict == "agree"
+    assert [n.code for n in r.notes] == ["caret_power"]
+    assert str(r.notes[0]) == (
+        "^ is read as ** (power) in an expression; in Python and PyTorch it is bitwise xor, "
+        "which a pasted cell gets"
+    )
+    assert [n.code for n in ag.grad("x**2", x=3).notes] == []
