@@ -878,11 +878,12 @@ def cause_text(cause: Coded) -> str:
             f"{number(data['autograd'])}{_at(data)}"
         )
     if code == "mismatch" and "node" in data:
+        wide = number(data["float64_value"])
+        also = "" if data["dtype"] == "float64" else f" and {wide} in float64"
         return (
             f"a real mismatch: PyTorch's {data['node']} is {number(data['value'])} in "
-            f"{data['dtype']} and {number(data['float64_value'])} in float64, where SymPy's "
-            f"definition gives {number(data['exact'])}: PyTorch's function differs from "
-            "the reference's definition here"
+            f"{data['dtype']}{also}, where SymPy's definition gives {number(data['exact'])}: "
+            "PyTorch's function and the reference's definition differ here"
         )
     if code == "mismatch" and data.get("stable"):
         return (

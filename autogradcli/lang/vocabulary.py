@@ -231,7 +231,14 @@ def _unsqueeze_shape(shapes: list[Shape], dim: int) -> Shape:
     return (*shape[:at], 1, *shape[at:])
 
 
+def _kept(items: list[Any], shapes: list[Shape]) -> list[Any]:
+    """What ``cat`` joins: PyTorch skips 1-D tensors of no elements (its legacy rule)."""
+    kept = [item for item, shape in zip(items, shapes, strict=True) if shape != (0,)]
+    return kept or items[:1]
+
+
 def _cat_shape(shapes: list[Shape], dim: int = 0) -> Shape:
+    shapes = _kept(shapes, shapes)
     first = shapes[0]
     if not first:
         raise ShapeError("cat_number")
@@ -350,6 +357,11 @@ def _logsumexp(sp: Any, np: Any, a: Any, dim: Any, keepdim: bool = False) -> Any
 def _norm(sp: Any, np: Any, a: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Any:
     total = np.sum(a * a, axis=_np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0)
     return np.vectorize(sp.sqrt, otypes=[object])(_objects(np, total))
+
+
+def _cat(sp: Any, np: Any, *arrays: Any, dim: int = 0) -> Any:
+    kept = _kept(list(arrays), [a.shape for a in arrays])
+    return np.concatenate(kept, axis=axis(dim, kept[0].ndim))
 
 
 def _flatten(sp: Any, np: Any, a: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
@@ -1041,9 +1053,7 @@ _OPS: tuple[Op, ...] = (
     Op(
         "cat",
         torch=lambda torch, *tensors, dim=0: torch.cat(tensors, dim=dim),
-        components=lambda sp, np, *arrays, dim=0: np.concatenate(
-            arrays, axis=axis(dim, arrays[0].ndim)
-        ),
+        components=_cat,
         shape=_cat_shape,
         tensors=("tensors",),
         params=(Param("dim", "int", 0),),
