@@ -339,9 +339,10 @@ def test_rich_report_shows_weights_and_notes():
     run = cli("grad", "relu(x)", "--x", "[-1,0,2]", "--weights", "ones")
     assert run.exit_code == 0
     assert "external gradient (--weights): [1, 1, 1]" in run.stdout
-    assert "relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); PyTorch's value there: 0;" in (
-        " ".join(run.stdout.split())
-    )
+    assert (
+        "relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); one-sided derivatives there: "
+        "[0, 1] (a real kink); PyTorch's value there: 0;"
+    ) in " ".join(run.stdout.split())
 
 
 def test_no_closed_form_from_sympy_falls_back_to_the_numeric_check(monkeypatch):
