@@ -437,16 +437,7 @@ def kink_cause_at(
         want = np.broadcast_to(want, grad.shape)
         miss = np.broadcast_to(smooth, grad.shape) & ~isclose(grad, want, rtol, atol)
         if miss.any():
-            first = int(np.flatnonzero(miss)[0])
-            data = {
-                "points": sorted(codes),
-                "elements": int(miss.sum()),
-                "index": _index(first, grad.shape),
-                "autograd": float(grad.reshape(-1)[first]),
-                "derivative": float(want.reshape(-1)[first]),
-                "dtype": dtype,
-            }
-            return Cause("nonsmooth_chain_rule", data)
+            return _missed("nonsmooth_chain_rule", miss, grad, codes, dtype, derivative=want)
     if bounds is not None:
         low, high = (np.broadcast_to(b, grad.shape) for b in bounds)
         with np.errstate(all="ignore"):
@@ -458,18 +449,32 @@ def kink_cause_at(
             data = {"elements": int(nonfinite.sum()), "points": sorted(codes), "dtype": dtype}
             return Cause("non_differentiable", data)
         if miss.any():
-            first = int(np.flatnonzero(miss)[0])
-            data = {
-                "points": sorted(codes),
-                "elements": int(miss.sum()),
-                "index": _index(first, grad.shape),
-                "autograd": float(grad.reshape(-1)[first]),
-                "low": float(low.reshape(-1)[first]),
-                "high": float(high.reshape(-1)[first]),
-                "dtype": dtype,
-            }
-            return Cause("kink_outside", data)
+            return _missed("kink_outside", miss, grad, codes, dtype, low=low, high=high)
     return None
+
+
+def _missed(
+    code: str,
+    miss: np.ndarray,
+    grad: np.ndarray,
+    codes: set[str] | frozenset[str],
+    dtype: str,
+    **at: np.ndarray,
+) -> Cause:
+    """A kink cause: the operations, how many elements missed, and the first of them (its
+    index, autograd's value and the ``at`` arrays' values there)."""
+    first = int(np.flatnonzero(miss)[0])
+    data: dict[str, Any] = {
+        "points": sorted(codes),
+        "elements": int(miss.sum()),
+        "index": _index(first, grad.shape),
+        "autograd": float(grad.reshape(-1)[first]),
+        "dtype": dtype,
+    }
+    data.update(
+        {k: float(np.broadcast_to(v, grad.shape).reshape(-1)[first]) for k, v in at.items()}
+    )
+    return Cause(code, data)
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
