@@ -164,6 +164,9 @@ ERRORS: dict[str, str] = {
     ".values (or [0])",
     "max_of_two": "{name}(x, y) of two tensors: write maximum(x, y) for the elementwise "
     "larger (minimum for the smaller), or {name}(x, dim) along a dim",
+    "linalg_norm_order": "'{text}': torch.linalg.norm with an order is a matrix norm for a "
+    "matrix (ord=2: its largest singular value), which is not supported; write norm(x) or "
+    "torch.linalg.vector_norm(x) for the 2-norm of all elements",
     "len_here": "len(...) gives a size; use it inside a constructor such as torch.ones(len(y))",
     "constructor_here": "'{text}' makes a value; give values as --NAME VALUE (or define "
     "them in a program: x = torch.tensor([1., 2.]))",

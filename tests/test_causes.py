@@ -214,3 +214,14 @@ def test_a_product_of_100_within_float16_rounding_is_not_disagree() -> None:
     assert r.verdict == "rounding"
     assert r.rounding_bound == (102 + 1) * 2.0**-11  # and one for the backward pass
     assert r.variables["x"].cause is not None and r.variables["x"].cause.code == "rounding"
+
+
+@pytest.mark.parametrize("text", ["torch.linalg.norm(x, 2)", "torch.linalg.norm(x, ord=2)"])
+def test_linalg_norm_with_an_order_is_refused(text: str) -> None:
+    """For a matrix PyTorch's ord=2 is the largest singular value, not the 2-norm of all
+    elements (found by the OpInfo test: the tool ran vector_norm and said ✓)."""
+    with pytest.raises(ag.AutogradCliError) as caught:
+        ag.grad(text, x="[[1., 2.], [3., 4.]]")
+    assert caught.value.code == "linalg_norm_order"
+    same = ag.grad("torch.linalg.norm(x)", x="[[1., 2.], [3., 4.]]", dtype="float64")
+    assert same.verdict == "agree" and float(same.output) == pytest.approx(math.sqrt(30.0))

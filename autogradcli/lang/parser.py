@@ -382,6 +382,9 @@ class Converter:
             raise ExpressionError("starred_call", name=op.name)
         if op.name in ("max", "min"):
             return self.extreme(op, spelled, args, node, depth, pair)
+        ordered = len(args) > 1 or any(k.arg in ("p", "ord") for k in node.keywords)
+        if spelled == "torch.linalg.norm" and ordered:  # ord=2 of a matrix: its spectral norm
+            raise ExpressionError("linalg_norm_order", text=ast.unparse(node))
         return self.bind(op, args, {k.arg: k.value for k in node.keywords if k.arg}, depth, node)
 
     def extreme(
