@@ -1,0 +1,381 @@
+"""Tests that would catch a wrong verdict (issue 23, section 6).
+
+Each pins an edge of the verdict policy that some mutant of ``policy/verdict.py``,
+``policy/compare.py``, ``check/judge.py`` or ``check/reconcile.py`` moves
+(``python scripts/mutate.py``; docs/trust.md, "Mutation testing"): a number just inside and
+just outside each dtype's tolerance, the rounding bound per dtype and for a reduction, a
+reference past float64's range, a disagreeing tensor past the fast path's 65,536 elements.
+The end-to-end cases use only IEEE addition and subtraction, whose rounding is the same on
+every machine, so the printed errors are exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import autogradcli as ag
+from autogradcli.policy.compare import BLOCK, Comparison, compare, isclose
+from autogradcli.policy.verdict import (
+    MAX_RELATIVE,
+    UNIT_ROUNDOFF,
+    passes,
+    reduction_steps,
+    rounding_relative,
+    settle,
+    worst,
+)
+from autogradcli.settings import TOLERANCES
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+# --- the tolerance, at its edge ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_each_dtypes_atol_is_the_edge_at_a_zero_reference(dtype):
+    rtol, atol = TOLERANCES[dtype]
+    zero = np.zeros(3)
+    at = compare(np.array([0.0, atol, -atol]), zero, rtol, atol)
+    assert (at.agree, at.max_abs_error, at.within_bound) == (True, atol, True)
+    past = compare(np.array([0.0, np.nextafter(atol, 1.0), 0.0]), zero, rtol, atol)
+    assert (past.agree, past.max_abs_error) == (False, np.nextafter(atol, 1.0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_each_dtypes_rtol_is_the_edge_at_a_large_reference(dtype, sign):
+    rtol, atol = TOLERANCES[dtype]
+    reference = np.array([sign * 1000.0])
+    bound = atol + rtol * 1000.0
+    inside = compare(reference + sign * bound * (1 - 1e-6), reference, rtol, atol)
+    outside = compare(reference + sign * bound * (1 + 1e-6), reference, rtol, atol)
+    assert (inside.agree, outside.agree) == (True, False)
+    assert outside.max_abs_error == pytest.approx(bound, rel=1e-5)
+
+
+# (x + c) - c in each dtype with its default tolerance: the output's error is the rounding
+# of x + c, just inside or just outside atol + rtol·|x| (IEEE addition: the same everywhere).
+DEFAULT_EDGES = [
+    # dtype, c, x, output verdict, the output's printed error
+    ("float32", "256.0", 0.2259, "agree", 8.881092071533203e-06),
+    ("float32", "256.0", 0.244, "disagree", 1.1965632438659668e-05),
+    ("float64", "2**30", 0.2455, "agree", 8.77380371133718e-08),
+    ("float64", "2**30", 0.0747, "disagree", 1.171112060521784e-07),
+    ("float16", "0.25", 0.270751953125, "agree", 0.000244140625),
+    ("float16", "0.25", 0.0797119140625, "rounding", 0.0001220703125),
+    ("bfloat16", "0.25", 0.0771484375, "agree", 0.0009765625),
+    ("bfloat16", "0.25", 0.0537109375, "rounding", 0.0009765625),
+]
+
+
+@pytest.mark.parametrize(("dtype", "c", "x", "verdict", "error"), DEFAULT_EDGES)
+def test_a_number_just_inside_or_outside_the_default_tolerance(dtype, c, x, verdict, error):
+    r = ag.grad(f"(x + {c}) - {c}", x=x, dtype=dtype)
+    assert (r.output_verdict, r.verdict, r.output_max_abs_error) == (verdict, verdict, error)
+    assert r.variables["x"].verdict == "agree"  # the gradient is exactly 1
+
+
+def test_float32s_rtol_and_atol_are_not_swapped():
+    """At |x| = 0.2259 the error 8.88e-6 is within 1e-5 + 1.3e-6·|x| but not within
+    1.3e-6 + 1e-5·|x|: the tolerance read the wrong way round would give ✗."""
+    rtol, atol = TOLERANCES["float32"]
+    x = float(np.float32(0.2259))
+    error = 8.881092071533203e-06
+    assert error <= atol + rtol * x and error > rtol + atol * x
+    assert ag.grad("(x + 256.0) - 256.0", x=0.2259).verdict == "agree"
+
+
+def test_given_tolerances_reach_the_check_each_in_its_place():
+    expr = "(x + 256.0) - 256.0"
+    first = ag.grad(expr, x=0.2259, rtol=0, atol=0)
+    error, value = first.output_max_abs_error, float(first.output_expected)
+    assert (error, first.output_verdict) == (8.881092071533203e-06, "disagree")
+    assert ag.grad(expr, x=0.2259, rtol=0, atol=error).verdict == "agree"
+    below = float(np.nextafter(error, 0.0))
+    assert ag.grad(expr, x=0.2259, rtol=0, atol=below).verdict == "rounding"
+    relative = error / value * (1 + 1e-12)
+    assert ag.grad(expr, x=0.2259, rtol=relative, atol=0).verdict == "agree"
+    less = error / value * (1 - 1e-12)
+    assert ag.grad(expr, x=0.2259, rtol=less, atol=0).verdict == "disagree"
+
+
+# --- the rounding bound ------------------------------------------------------------------------
+
+
+def test_the_unit_roundoff_of_each_dtype():
+    assert UNIT_ROUNDOFF == {
+        "float64": 2.0**-53,
+        "float32": 2.0**-24,
+        "float16": 2.0**-11,
+        "bfloat16": 2.0**-8,
+    }
+    assert MAX_RELATIVE == 0.125
+
+
+def test_the_rounding_bound_is_steps_times_u_up_to_an_eighth():
+    assert rounding_relative("float32", 7) == 7 * 2.0**-24
+    assert rounding_relative("float64", 3) == 3 * 2.0**-53
+    assert rounding_relative("float32", 0) == rounding_relative("float32", 1) == 2.0**-24
+    assert rounding_relative("float32", 2**21 - 1) == (2**21 - 1) * 2.0**-24 < 0.125
+    assert rounding_relative("float32", 2**21) == rounding_relative("float32", 2**30) == 0.125
+    assert rounding_relative("bfloat16", 31) == 31 / 256
+    assert rounding_relative("bfloat16", 32) == rounding_relative("bfloat16", 33) == 0.125
+
+
+def test_a_reduction_adds_ceil_log2_n_steps():
+    assert [reduction_steps(n) for n in (0, 1, 2, 3, 4, 5, 1024, 1025)] == [
+        0, 0, 1, 2, 2, 3, 10, 11,
+    ]  # fmt: skip
+    u = 2.0**-24
+    bounds = {
+        n: ag.grad("sum(sin(x))", x=np.ones(n), rtol=0, atol=0).rounding_bound
+        for n in (1, 2, 1024, 1025)
+    }
+    assert [(bounds[n] - bounds[1]) / u for n in (2, 1024, 1025)] == [1.0, 10.0, 11.0]
+
+
+def test_the_printed_rounding_bound_uses_each_dtypes_unit_roundoff():
+    steps = {}
+    for dtype in DTYPES:
+        r = ag.grad("sin(x)", x=1, dtype=dtype, rtol=0, atol=0)
+        steps[dtype] = r.rounding_bound / UNIT_ROUNDOFF[dtype]
+        if dtype != "float64":  # float64 has no float64 re-run to call it rounding
+            assert r.verdict == "rounding"
+            assert r.variables["x"].cause.data["bound"] == r.rounding_bound
+    assert len(set(steps.values())) == 1 and steps["float32"] == int(steps["float32"])
+
+
+@pytest.mark.parametrize(
+    ("dtype", "x", "verdict", "grad"),
+    [
+        # float32: 4.7 % off, within 1/8 but far past 10 steps of 2^-24
+        ("float32", 1e-3, "disagree", 0.47698974609375),
+        # bfloat16: 5.6 % off, past 10·2^-8 (3.9 %), within 1/8
+        ("bfloat16", 0.25, "disagree", 0.625),
+        # bfloat16: 3.5 % off, within 10·2^-8, float64 agrees
+        ("bfloat16", 0.125, "rounding", 0.5625),
+    ],
+)
+def test_the_gradients_rounding_bound_is_the_dtypes_not_an_eighth(dtype, x, verdict, grad):
+    r = ag.grad("(exp(x)-1)/x", x=x, dtype=dtype)
+    v = r.variables["x"]
+    assert (float(v.grad), v.verdict) == (grad, verdict)
+    assert v.cause.code == ("precision_loss" if verdict == "disagree" else "rounding")
+    relative = abs(float(v.grad) - float(v.expected)) / abs(float(v.expected))
+    assert (relative > r.rounding_bound) == (verdict == "disagree")
+    assert relative < MAX_RELATIVE
+
+
+def test_within_rounding_reports_the_error_and_the_bound_exactly():
+    check = compare(np.array([1.0, 2.1]), np.array([1.0, 2.0]), 0.0, 0.0, relative=0.06)
+    assert (check.agree, check.within_bound) == (False, True)
+    assert check.max_relative_error == pytest.approx(0.05, rel=1e-12)
+    assert check.max_abs_error == pytest.approx(0.1, rel=1e-12)
+    beyond = compare(np.array([1.0, 2.1]), np.array([1.0, 2.0]), 0.0, 0.0, relative=0.04)
+    assert (beyond.agree, beyond.within_bound) == (False, False)
+    zero = compare(np.array([0.0, 2.1]), np.array([0.0, 2.0]), 0.0, 0.0, relative=0.06)
+    assert zero.max_relative_error == pytest.approx(0.05, rel=1e-12)  # 0/0 is no error
+
+
+def test_a_nonfinite_number_is_never_within_rounding():
+    check = compare(np.array([np.inf, 1.0]), np.array([1.0, 1.1]), 0.0, 0.0, relative=0.125)
+    assert (check.agree, check.within_bound, check.nonfinite) == (False, False, 1)
+    assert check.max_relative_error == pytest.approx(0.1 / 1.1, rel=1e-12)
+
+
+# --- settle, worst, passes ---------------------------------------------------------------------
+
+
+def _cmp(agree: bool, within: bool = False) -> Comparison:
+    return Comparison(agree=agree, max_abs_error=0.0, within_bound=within)
+
+
+def test_settle_is_the_policys_table():
+    yes, no = _cmp(True), _cmp(False)
+    assert settle(_cmp(True), None) == "agree"
+    assert settle(_cmp(True), no) == "agree"
+    assert settle(_cmp(False, True), yes) == "rounding"
+    assert settle(_cmp(False, True), no) == "disagree"
+    assert settle(_cmp(False, True), None) == "disagree"
+    assert settle(_cmp(False, False), yes) == "disagree"
+    assert settle(_cmp(False, False), None) == "disagree"
+
+
+def test_worst_reads_every_verdict():
+    assert worst([]) == worst([None]) == worst(["agree", None]) == "agree"
+    assert worst(["agree", "rounding", "agree"]) == "rounding"
+    assert worst(["agree", "agree", "disagree"]) == "disagree"
+    assert worst(["rounding", "unchecked", "agree"]) == "unchecked"
+    assert worst(["unchecked", "disagree", None]) == "disagree"
+    assert worst(iter(["agree", "rounding"])) == "rounding"
+
+
+def test_passes_is_exit_code_zero():
+    table = {
+        (v, strict): passes(v, strict)
+        for v in ("agree", "rounding", "unchecked", "disagree")
+        for strict in (False, True)
+    }
+    assert [k for k, ok in table.items() if ok] == [
+        ("agree", False),
+        ("agree", True),
+        ("rounding", False),
+    ]
+
+
+def test_a_pass_verdict_reads_every_variable():
+    r = ag.grad("x + sqrt(y**2)", x=1, y=0, repeat=2)
+    assert list(r.variables) == ["x", "y"]
+    assert (r.variables["x"].verdict, r.variables["y"].verdict) == ("agree", "disagree")
+    assert [p.verdict for p in r.passes] == ["disagree", "disagree"]
+    good = ag.grad("x + sqrt(y**2)", x=1, y=2, repeat=2)
+    assert [p.verdict for p in good.passes] == ["agree", "agree"]
+
+
+# --- compare: what is left out, what is huge, what lies between ---------------------------------
+
+
+def test_a_huge_reference_is_never_met_by_infinity():
+    inf = np.array([np.inf, 2.0])
+    plain = compare(inf, inf, 1e-7, 1e-7)
+    assert (plain.agree, plain.nonfinite, plain.max_abs_error) == (True, 0, 0.0)
+    huge = compare(inf, inf, 1e-7, 1e-7, huge=np.array([True, False]))
+    assert (huge.agree, huge.nonfinite, huge.within_bound) == (False, 1, False)
+    assert math.isnan(huge.max_abs_error)
+    finite = compare(np.array([1e308, 2.0]), inf, 1e-7, 1e-7, huge=np.array([True, False]))
+    assert (finite.agree, finite.nonfinite) == (False, 0)
+
+
+def test_an_infinite_or_nan_reference_is_met_only_by_itself():
+    want = np.array([np.inf, -np.inf, np.nan])
+    assert compare(want.copy(), want, 0.1, 0.1).agree
+    for wrong in ([np.inf, np.inf, np.nan], [np.inf, -np.inf, 1.0], [1e308, -np.inf, np.nan]):
+        assert not compare(np.array(wrong), want, 0.1, 0.1).agree, wrong
+    assert not isclose(np.array([np.nan]), np.array([1.0]), 1.0, 1.0)[0]
+
+
+def test_elements_left_out_and_unknown():
+    actual, want = np.array([5.0, np.nan, 1.0]), np.array([1.0, 1.0, 1.0])
+    kink = np.array([True, False, False])
+    off = np.array([False, True, False])
+    left = compare(actual, want, 0.0, 0.0, exclude=kink, unknown=off)
+    assert (left.agree, left.excluded, left.nonfinite, left.max_abs_error) == (True, 2, 0, 0.0)
+    assert left.excluded_values[0] == 5.0
+    nan_at_kink = compare(np.array([np.nan, 1.0]), np.ones(2), 0, 0, exclude=np.array([1, 0], bool))
+    assert (nan_at_kink.agree, nan_at_kink.nonfinite, nan_at_kink.nonfinite_at_kink) == (
+        False,
+        1,
+        1,
+    )
+    assert nan_at_kink.excluded == 0
+    nan_unknown = compare(np.array([np.nan, 1.0]), np.ones(2), 0, 0, unknown=np.array([1, 0], bool))
+    assert (nan_unknown.agree, nan_unknown.nonfinite, nan_unknown.excluded) == (True, 0, 1)
+
+
+def test_many_excluded_values_show_the_first_eight():
+    actual = np.arange(12.0)
+    left = compare(actual, np.zeros(12), 0, 0, exclude=np.ones(12, bool))
+    assert left.excluded_values == tuple(float(v) for v in range(8))
+    assert (left.agree, left.excluded, left.max_abs_error) == (True, 12, 0.0)
+
+
+def test_bounds_accept_a_value_between_them_within_the_tolerance():
+    want = np.array([0.5, 0.5])
+    low, high = np.array([0.0, np.nan]), np.array([1.0, np.nan])
+    rtol, atol = 0.01, 0.001
+    slack = atol + rtol * 1.0
+    for value, error in ((0.0, 0.0), (1.0, 0.0), (0.25, 0.0), (-slack, slack), (1 + slack, slack)):
+        check = compare(np.array([value, 0.5]), want, rtol, atol, bounds=(low, high))
+        assert (check.agree, check.bracketed) == (True, 1), value
+        assert check.max_abs_error == pytest.approx(error, abs=1e-15)  # the distance outside
+    for value in (-slack * 1.01, 1 + slack * 1.01):
+        check = compare(np.array([value, 0.5]), want, rtol, atol, bounds=(low, high))
+        assert (check.agree, check.bracketed) == (False, 0), value
+        assert check.max_abs_error == pytest.approx(abs(value - 0.5), rel=1e-12)
+    near = compare(np.array([1.0 + slack / 2, 0.5]), want, rtol, atol, bounds=(low, high))
+    assert near.max_abs_error == pytest.approx(slack / 2, rel=1e-9)  # the distance outside
+
+
+def test_bounds_scale_their_slack_by_the_larger_side():
+    want = np.array([-50.0])
+    low, high = np.array([-100.0]), np.array([-10.0])
+    rtol, atol = 0.01, 0.0
+    inside = compare(np.array([-10.0 + 0.99]), want, rtol, atol, bounds=(low, high))
+    outside = compare(np.array([-10.0 + 1.01]), want, rtol, atol, bounds=(low, high))
+    assert (inside.agree, outside.agree) == (True, False)
+    below = compare(np.array([-100.0 - 0.99]), want, rtol, atol, bounds=(low, high))
+    assert below.agree
+
+
+def test_a_nan_between_bounds_is_not_between():
+    check = compare(
+        np.array([np.nan]), np.array([0.5]), 0.0, 0.0, bounds=(np.array([0.0]), np.array([1.0]))
+    )
+    assert (check.agree, check.bracketed, check.nonfinite) == (False, 0, 1)
+
+
+# --- past 65,536 elements: the fast path and the whole comparison agree ---------------------
+
+
+def _both(actual, expected, rtol, atol):
+    """compare's answer on the fast path, and the whole comparison's (an array atol)."""
+    fast = compare(actual, expected, rtol, atol)
+    whole = compare(actual, expected, rtol, np.full(actual.shape, atol))
+    return fast, whole
+
+
+@pytest.mark.parametrize("index", [0, BLOCK - 1, BLOCK, 69_999])
+def test_one_element_just_outside_the_tolerance_anywhere_in_a_large_tensor(index):
+    rng = np.random.default_rng(index)
+    want = rng.uniform(-2.0, 2.0, 70_000)
+    rtol, atol = TOLERANCES["float32"]
+    actual = want.copy()
+    actual[index] = want[index] + 1.01 * (atol + rtol * abs(want[index]))
+    fast, whole = _both(actual, want, rtol, atol)
+    assert (fast.agree, whole.agree) == (False, False)
+    assert fast.max_abs_error == whole.max_abs_error > atol
+    actual[index] = want[index] + 0.99 * (atol + rtol * abs(want[index]))
+    fast, whole = _both(actual, want, rtol, atol)
+    assert (fast.agree, whole.agree) == (True, True)
+    assert fast.max_abs_error == whole.max_abs_error == abs(actual[index] - want[index])
+
+
+def test_a_large_tensor_at_the_exact_edge_and_with_nan_and_inf():
+    n = BLOCK + 10
+    want = np.zeros(n)
+    actual = np.zeros(n)
+    actual[-1] = 1e-5  # |a - e| == atol exactly: agree
+    fast, whole = _both(actual, want, 0.0, 1e-5)
+    assert (fast.agree, fast.max_abs_error) == (whole.agree, whole.max_abs_error) == (True, 1e-5)
+    want[:3], actual[:3] = [np.nan, np.inf, -np.inf], [np.nan, np.inf, -np.inf]
+    fast, whole = _both(actual, want, 0.0, 1e-5)
+    assert (fast.agree, fast.max_abs_error) == (whole.agree, whole.max_abs_error) == (True, 1e-5)
+    actual[5] = np.nan  # NaN where the reference is 0
+    fast, whole = _both(actual, want, 0.0, 1e-5)
+    assert (fast.agree, fast.nonfinite) == (whole.agree, whole.nonfinite) == (False, 1)
+    assert math.isnan(fast.max_abs_error) and math.isnan(whole.max_abs_error)
+
+
+def test_exactly_block_elements_and_one_more():
+    for n in (BLOCK, BLOCK + 1):
+        want = np.ones(n)
+        actual = want.copy()
+        actual[n // 2] = np.inf
+        fast, whole = _both(actual, want, 0.0, 0.0)
+        assert (fast.agree, fast.nonfinite) == (whole.agree, whole.nonfinite) == (False, 1), n
+
+
+def test_half_the_elements_overflowing_in_a_large_tensor_is_a_disagreement():
+    """The issue's case: exp(x) over 70,000 elements, every other one past float32's
+    range (x = 100)."""
+    x = np.where(np.arange(70_000) % 2 == 0, 1.0, 100.0)
+    r = ag.grad("exp(x)", x=x, weights="ones")
+    v = r.variables["x"]
+    assert (r.verdict, r.output_verdict, v.verdict) == ("disagree", "disagree", "disagree")
+    assert v.cause.code == "overflow" and r.output_cause.code == "overflow"
+    assert int(np.isinf(v.grad).sum()) == 35_000
+    assert math.isinf(v.max_abs_error)
