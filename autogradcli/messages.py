@@ -785,9 +785,8 @@ def _loss(data: Mapping[str, Any]) -> str:
         return (
             f"precision loss in float64's backward pass (the forward values are right): its "
             f"error of {number(data['error'])} ({number(data['relative'])} relative) is "
-            f"within the noise of its own rounding here (the gradient moves by up to "
-            f"{number(data['noise'])} when the inputs move by a few units in their last "
-            "place): cancellation, not a wrong formula"
+            f"within the noise of its own rounding here ({number(data['noise'])}, from the "
+            "sizes of the numbers autograd adds up): cancellation, not a wrong formula"
         )
     if kind == "beyond_bound":
         return (
