@@ -210,6 +210,37 @@ def gradcheck(call: Call) -> bool | None:
     return False
 
 
+def pytorch_numbers(call: Call) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """PyTorch's own output and gradients (weights of ones) for the call, or None."""
+    inputs = [
+        torch.tensor(call.values[n], dtype=torch.float64, requires_grad=True) for n in call.grads
+    ]
+    try:
+        out = call.run(*inputs)
+        out.backward(torch.ones_like(out))
+    except (RuntimeError, ValueError, TypeError, IndexError):
+        return None
+    grads = {
+        n: np.zeros(t.shape) if t.grad is None else t.grad.numpy()
+        for n, t in zip(call.grads, inputs, strict=True)
+    }
+    return out.detach().numpy(), grads
+
+
+def same_numbers(result: Any, call: Call) -> bool:
+    """Whether the tool printed PyTorch's own numbers (it ran the same function)."""
+    found = pytorch_numbers(call)
+    if found is None:
+        return True  # no numbers of PyTorch's to compare with
+    out, grads = found
+    pairs = [(np.asarray(result.output), out)]
+    pairs += [(np.asarray(result.grads[n]), g) for n, g in grads.items()]
+    return all(
+        a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=0, equal_nan=True)
+        for a, b in pairs
+    )
+
+
 def pytorch_raises(call: Call) -> bool:
     """Whether PyTorch itself raises for the call, forward or backward."""
     inputs = [
@@ -238,6 +269,7 @@ class Tally:
     false_agree: list[str] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)  # ✗ where gradcheck cannot judge
     crashed: list[str] = field(default_factory=list)
+    not_pytorch: list[str] = field(default_factory=list)  # printed numbers not PyTorch's
     per_entry: Counter[str] = field(default_factory=Counter)
 
 
@@ -274,6 +306,8 @@ def check_sample(info: Any, sample: Any, tally: Tally, entry: str, third: bool) 
         return
     tally.run += 1
     tally.per_entry[entry] += 1
+    if not same_numbers(result, call):  # another function than PyTorch's, whatever the verdict
+        tally.not_pytorch.append(f"{where}: {result.verdict}")
     if result.verdict == "agree":
         tally.agree += 1
         kinked = any("kink" in n.code for v in result.variables.values() for n in v.notes)
@@ -338,7 +372,8 @@ def test_opinfo_samples_get_the_right_verdict(op_db: list[Any]) -> None:
             f"{tally.agree} agree; false ✓ {len(tally.false_agree)}, false ✗ "
             f"{len(tally.false_disagree)}, true ✗ {len(tally.true_disagree)}, ✗ gradcheck "
             f"cannot judge {len(tally.undecided)}, refused "
-            f"{len(tally.refused)}, crashed {len(tally.crashed)}; PyTorch raises too "
+            f"{len(tally.refused)}, crashed {len(tally.crashed)}, not PyTorch's numbers "
+            f"{len(tally.not_pytorch)}; PyTorch raises too "
             f"{tally.pytorch_raises}; limits {dict(tally.limits)}; not expressible: "
             f"{dict(tally.unexpressible)}"
         )
@@ -349,10 +384,12 @@ def test_opinfo_samples_get_the_right_verdict(op_db: list[Any]) -> None:
             ("✗, gradcheck cannot judge", tally.undecided),
             ("refused", tally.refused),
             ("crashed", tally.crashed),
+            ("not PyTorch's numbers", tally.not_pytorch),
         ):
             for row in rows:
                 print(f"  {title}: {row}")
     assert not tally.crashed, tally.crashed
+    assert not tally.not_pytorch, tally.not_pytorch
     assert not tally.false_disagree, tally.false_disagree
     assert not tally.false_agree, tally.false_agree
     assert not tally.refused, tally.refused
