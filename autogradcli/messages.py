@@ -890,8 +890,8 @@ def cause_text(cause: Coded) -> str:
     if code == "mismatch" and data.get("stable"):
         return (
             f"a real mismatch: autograd's float64 numbers are off by "
-            f"{number(data['float64_error'])} and barely move when the inputs move by a few "
-            "units in their last place, so it is not rounding"
+            f"{number(data['float64_error'])}, more than the rounding of the numbers it adds "
+            "up can make, so it is not cancellation"
         )
     if code == "mismatch":
         return (
