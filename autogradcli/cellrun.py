@@ -19,7 +19,7 @@ from autogradcli.lang.tree import Backward, Expression, Name, Node, Rebuild, Res
 from autogradcli.notes import Note
 from autogradcli.pipeline import GradRequest, run_grad, steps_of
 from autogradcli.policy.compare import compare
-from autogradcli.policy.verdict import AGREE, DISAGREE, rounding_relative
+from autogradcli.policy.verdict import AGREE, DISAGREE, rounding_relative, settle
 from autogradcli.reference import choose
 from autogradcli.results import CellEvent, CellResult, LeafGrad, Shown
 from autogradcli.torchside.cell import TorchEvent
@@ -197,7 +197,7 @@ def _same(value: Any, want: Any, bound: Bound, ledger: Ledger) -> str:
     if isinstance(value, np.ndarray) and value.dtype == bool:
         return AGREE if np.array_equal(value, want) else DISAGREE
     check = compare(value, want, ledger.rtol, ledger.atol, relative=ledger.relative)
-    return AGREE if check.agree else DISAGREE
+    return settle(check, None)  # a printed value has no float64 re-run: agree or disagree
 
 
 def _attribute(bound: Bound, name: str, value: Any, event: TorchEvent, ledger: Ledger) -> Shown:

@@ -14,7 +14,7 @@ import numpy as np
 from autogradcli.lang.tree import Backward, Binary, Call, Name, Node, Num, operands, walk
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.policy.compare import compare
-from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, Cause
+from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, Cause, settle_confirmed
 from autogradcli.results import GradResult, LeafGrad
 
 
@@ -76,12 +76,11 @@ class Ledger:
             relative=self.relative,
         )
         earlier = self.verdicts.get(name, [])
-        if check.agree:
-            verdict, cause = AGREE, None
-        elif check.within_bound and DISAGREE not in earlier:
-            verdict, cause = ROUNDING, self.causes.get(name)
-        else:
-            verdict = DISAGREE
+        verdict = settle_confirmed(check, DISAGREE not in earlier)
+        cause = None
+        if verdict == ROUNDING:
+            cause = self.causes.get(name)
+        elif verdict == DISAGREE:
             cause = self.causes.get(name) or Cause(
                 "accumulation", {"error": check.max_abs_error, "backwards": len(earlier)}
             )

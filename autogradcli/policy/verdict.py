@@ -19,14 +19,48 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from autogradcli.policy.compare import Comparison
 
-AGREE, ROUNDING, DISAGREE = "agree", "rounding", "disagree"
-UNCHECKED = "unchecked"  # no reference could be had (past every check's budget): shown, not checked
-VERDICTS = (AGREE, ROUNDING, UNCHECKED, DISAGREE)
-MARKS = {AGREE: "✓", ROUNDING: "≈", UNCHECKED: "?", DISAGREE: "✗"}
+
+class Verdict(str, Enum):
+    """A check's verdict. A ``str`` ("agree" == Verdict.AGREE, and JSON writes "agree"),
+    declared from best to worst: ``worst`` of several checks is the last one present."""
+
+    AGREE = "agree"  # ✓ exit 0
+    ROUNDING = "rounding"  # ≈ exit 0, 1 with strict
+    UNCHECKED = "unchecked"  # ? no reference could be had (past every check's budget)
+    DISAGREE = "disagree"  # ✗ exit 1
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __repr__ = str.__repr__  # 'agree', as before the enum (docs and doctests show it)
+
+    @property
+    def mark(self) -> str:
+        """The verdict's mark, the one place it is written: ✓ ≈ ? ✗."""
+        return _MARKS[self]
+
+    @property
+    def rank(self) -> int:
+        """Its place from best (0, agree) to worst."""
+        return list(Verdict).index(self)
+
+    def passes(self, strict: bool = False) -> bool:
+        """Whether it gives exit code 0 (``strict``: only ``agree`` does)."""
+        return passes(self, strict)
+
+    @classmethod
+    def worst(cls, verdicts: Iterable[str | None]) -> Verdict:
+        """The verdict of several checks (None: not checked): the worst one, else agree."""
+        return worst(verdicts)
+
+
+_MARKS = {"agree": "✓", "rounding": "≈", "unchecked": "?", "disagree": "✗"}
+AGREE, ROUNDING, UNCHECKED, DISAGREE = Verdict
+VERDICTS = tuple(Verdict)
 
 # Unit roundoff (half the machine epsilon) per dtype.
 UNIT_ROUNDOFF: dict[str, float] = {
@@ -80,19 +114,33 @@ def reduction_steps(elements: int) -> int:
     return math.ceil(math.log2(elements)) if elements > 1 else 0
 
 
-def settle(check: Comparison, float64: Comparison | None) -> str:
+def settle(check: Comparison, float64: Comparison | None) -> Verdict:
     """The verdict of one check, given the same check of the float64 re-run (if any)."""
+    return settle_confirmed(check, float64 is not None and float64.agree)
+
+
+def settle_confirmed(check: Comparison, confirmed: bool) -> Verdict:
+    """The verdict of one check whose float64 confirmation is known: agree within the
+    tolerance; rounding within the bound when float64 agrees (``confirmed``); else
+    disagree. A cell's ``.grad`` is a sum of backward() calls, each checked with its own
+    float64 re-run: it is confirmed when none of them disagreed."""
     if check.agree:
         return AGREE
-    if check.within_bound and float64 is not None and float64.agree:
+    if check.within_bound and confirmed:
         return ROUNDING
     return DISAGREE
 
 
-def worst(verdicts: Iterable[str | None]) -> str:
+def worst(verdicts: Iterable[str | None]) -> Verdict:
     """The verdict of several checks: any disagreement, else any rounding, else agree."""
     found = {v for v in verdicts if v is not None}
     return next((v for v in reversed(VERDICTS) if v in found), AGREE)
+
+
+def agrees(verdict: str | None, strict: bool = False) -> bool | None:
+    """The one rule for every ``agree``: the verdict passes (``passes``); a single check
+    has no ``strict`` of its own, a result passes its own. None: not checked."""
+    return None if verdict is None else passes(verdict, strict)
 
 
 def passes(verdict: str, strict: bool) -> bool:

@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 from rich.text import Text
 
+from autogradcli.policy.verdict import Verdict
 from autogradcli.render import FULL
 
-OK, NEAR, BAD, UNSEEN = "✓", "≈", "✗", "?"
+OK, NEAR, UNSEEN, BAD = (v.mark for v in Verdict)  # ✓ ≈ ? ✗, written in policy/verdict.py
 SHOWN = 300  # characters of a derivative shown in a report, unless --full
 
 
@@ -21,7 +22,7 @@ def shorten(text: str, limit: int = SHOWN) -> str:
 
 
 STYLES = {OK: "bold green", NEAR: "bold yellow", BAD: "bold red", UNSEEN: "bold magenta"}
-MARK_OF = {"agree": OK, "rounding": NEAR, "disagree": BAD, "unchecked": UNSEEN}
+MARK_OF = {v: v.mark for v in Verdict}  # keyed by the verdict, or its text
 
 
 def format_array(array: np.ndarray | None) -> Text:
