@@ -9,42 +9,191 @@ autogradcli`` loads neither torch, SymPy, Typer nor Rich)::
     r.to_dict()  # the CLI's --json document
 
 A notebook cell that calls ``backward()`` or ``print(...)`` itself gives a ``CellResult``:
-each line's ``.grad`` and printed values, checked. ``jacobian``, ``hessian``,
-``derivative`` (``order=K``) and ``backward_graph`` work alike; ``Settings`` (device, dtype,
-tolerances, seed, limits) is shared by all of them. In Jupyter a result shows its report.
+each line's ``.grad`` and printed values, checked. ``jacobian``, ``jvp``, ``hessian``,
+``derivative`` (``order=K``), ``plot`` and ``backward_graph`` work alike; ``Settings``
+(device, dtype, tolerances, seed, limits) is shared by all of them. In Jupyter a result
+shows its report.
+
+This module also holds the command registry (``COMMANDS``): one entry per command, from
+which the API's exports, the CLI's commands, the shell's and ``check``'s command words, the
+JSON Lines case kinds, the schemas and the renderers of each result are derived
+(docs/architecture.md, "The registries").
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
 
-__all__ = [
-    "AutogradCliError",
-    "CellResult",
-    "DerivativeResult",
-    "GradResult",
-    "Graph",
-    "Limits",
-    "Settings",
-    "TorchError",
-    "__version__",
-    "backward_graph",
-    "derivative",
-    "grad",
-    "hessian",
-    "jacobian",
-    "jvp",
-]
 
-_WHERE = {
-    "grad": "autogradcli.api",
-    "jacobian": "autogradcli.api",
-    "jvp": "autogradcli.api",
-    "hessian": "autogradcli.api",
-    "derivative": "autogradcli.api",
-    "backward_graph": "autogradcli.api",
+@dataclass(frozen=True)
+class Command:
+    """One command. Names are ``"module:attribute"`` strings, imported only when used.
+
+    ``function``: the API function (``ag.<export>``; None: a front-end command such as
+    ``check``). ``cli``: the Typer function of its command-line command (None: the
+    registry's generic one, an expression, ``--NAME VALUE`` values and the shared settings;
+    ``""``: no command-line command). ``documents``: each JSON document's ``command`` field
+    and the schema (``schema/NAME.schema.json``) it follows. ``results``: each result class
+    the function returns and its Rich renderer, ``renderer(result, style)``. ``lines``: it
+    can be a line of the shell and of a ``check`` file; ``cases``: a JSON Lines case.
+    """
+
+    name: str
+    function: str | None
+    summary: str = ""
+    export: str = ""
+    cli: str | None = None
+    epilog: str = ""
+    documents: tuple[tuple[str, str], ...] = ()
+    results: tuple[tuple[str, str], ...] = ()
+    lines: bool = True
+    cases: bool = True
+
+    @property
+    def api_name(self) -> str:
+        """The name under which ``autogradcli`` exports the function."""
+        return self.export or self.name
+
+    def api(self) -> Any:
+        """The API function (imported now)."""
+        if self.function is None:
+            raise LookupError(f"{self.name} has no API function")
+        return resolve(self.function)
+
+
+def resolve(where: str) -> Any:
+    """The object a ``"module:attribute"`` name points to (importing the module)."""
+    module, _, attribute = where.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+_DERIVATIVE = (
+    ("autogradcli.results:DerivativeResult", "autogradcli.render.derivatives:render_derivatives"),
+)
+
+COMMANDS: dict[str, Command] = {}
+
+
+def register(command: Command) -> Command:
+    """Add (or replace) a command in the registry; every front end sees it from now on."""
+    COMMANDS[command.name] = command
+    return command
+
+
+def unregister(name: str) -> None:
+    """Remove a command from the registry."""
+    COMMANDS.pop(name, None)
+
+
+for _command in (
+    Command(
+        "grad",
+        "autogradcli.api:grad",
+        "Compute gradients with autograd's backward() and check them against SymPy.",
+        cli="autogradcli.cli.commands:grad",
+        documents=(("grad", "grad"), ("cell", "cell")),
+        results=(
+            ("autogradcli.results:GradResult", "autogradcli.render.grad:render"),
+            ("autogradcli.results:CellResult", "autogradcli.render.cell:render_cell"),
+        ),
+    ),
+    Command(
+        "jacobian",
+        "autogradcli.api:jacobian",
+        "The full Jacobian: one backward() per output element with a one-hot gradient.",
+        cli="autogradcli.cli.commands:jacobian",
+        documents=(("jacobian", "derivative"),),
+        results=_DERIVATIVE,
+    ),
+    Command(
+        "jvp",
+        "autogradcli.api:jvp",
+        "Forward mode: J·v with torch.func.jvp, checked against SymPy's Jacobian times v.",
+        cli="autogradcli.cli.commands:jvp",
+        documents=(("jvp", "derivative"),),
+        results=_DERIVATIVE,
+    ),
+    Command(
+        "hessian",
+        "autogradcli.api:hessian",
+        "Second derivatives of a one-element output, via create_graph=True, against SymPy.",
+        cli="autogradcli.cli.commands:hessian",
+        documents=(("hessian", "derivative"),),
+        results=_DERIVATIVE,
+    ),
+    Command(
+        "derivative",  # on the command line: grad --order K
+        "autogradcli.api:derivative",
+        "The K-th derivative of an elementwise expression per input.",
+        cli="",
+        documents=(("derivative", "derivative"),),
+        results=_DERIVATIVE,
+        lines=False,
+    ),
+    Command(
+        "graph",
+        "autogradcli.api:backward_graph",
+        "Show the backward graph PyTorch records: grad_fn nodes down to the leaves.",
+        export="backward_graph",
+        cli="autogradcli.cli.commands:graph",
+        documents=(("graph", "graph"),),
+        results=(("autogradcli.results:Graph", "autogradcli.render.graph:render_graph"),),
+    ),
+    Command(
+        "plot",
+        "autogradcli.sample:plot",
+        "Plot f, autograd's derivative and SymPy's over a range; mark where they disagree.",
+        cli="autogradcli.cli.commands:plot",
+        documents=(("plot", "plot"),),
+        results=(("autogradcli.results:PlotResult", "autogradcli.render.plot:render"),),
+    ),
+    Command(
+        "check",
+        None,
+        "Run many cases from a file in one process, with a summary (and JUnit XML).",
+        cli="autogradcli.cli.commands:check",
+        documents=(),
+        lines=False,
+        cases=False,
+    ),
+    Command(
+        "shell",
+        None,
+        "Ask many questions with one start-up: commands, bindings (x = [1., 2.]) and settings.",
+        cli="autogradcli.cli.commands:shell",
+        lines=False,
+        cases=False,
+    ),
+):
+    register(_command)
+del _command
+
+
+def line_commands() -> tuple[str, ...]:
+    """The commands a line of the shell or of a ``check`` file may start with."""
+    return tuple(c.name for c in COMMANDS.values() if c.lines and c.cli != "")
+
+
+def case_commands() -> dict[str, Command]:
+    """The commands a JSON Lines case may name (``"command"``), by name."""
+    return {c.name: c for c in COMMANDS.values() if c.cases and c.function is not None}
+
+
+def schemas() -> dict[str, str]:
+    """Each JSON document's ``command`` field and the schema it follows."""
+    return {kind: schema for c in COMMANDS.values() for kind, schema in c.documents}
+
+
+def renderers() -> dict[str, str]:
+    """Each result class (``"module:Class"``) and its renderer (``"module:function"``)."""
+    return {result: renderer for c in COMMANDS.values() for result, renderer in c.results}
+
+
+_TYPES = {
     "Settings": "autogradcli.settings",
     "Limits": "autogradcli.settings",
     "AutogradCliError": "autogradcli.errors",
@@ -53,23 +202,38 @@ _WHERE = {
     "CellResult": "autogradcli.results",
     "DerivativeResult": "autogradcli.results",
     "Graph": "autogradcli.results",
+    "PlotResult": "autogradcli.results",
 }
 
-if TYPE_CHECKING:
+
+def _exports() -> dict[str, str]:
+    """Every lazily loaded name and its ``"module:attribute"``: the commands' functions,
+    then the types."""
+    found = {c.api_name: c.function for c in COMMANDS.values() if c.function is not None}
+    return {**found, **{name: f"{module}:{name}" for name, module in _TYPES.items()}}
+
+
+_WHERE = {name: where.partition(":")[0] for name, where in _exports().items()}
+
+__all__ = sorted([*_exports(), "__version__"])
+
+if TYPE_CHECKING:  # for type checkers and editors (``__all__`` is derived above)
+    # ruff: noqa: F401
     from autogradcli.api import backward_graph, derivative, grad, hessian, jacobian, jvp
     from autogradcli.errors import AutogradCliError, TorchError
-    from autogradcli.results import CellResult, DerivativeResult, GradResult, Graph
+    from autogradcli.results import CellResult, DerivativeResult, GradResult, Graph, PlotResult
+    from autogradcli.sample import plot
     from autogradcli.settings import Limits, Settings
 
 
 def __getattr__(name: str) -> Any:
-    """Import the API's names on first use (PEP 562)."""
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(_WHERE[name]), name)
+    """Import the API's names on first use (PEP 562); a command registered later is found
+    too."""
+    where = _exports().get(name)
+    if where is not None:
+        return resolve(where)
     raise AttributeError(f"module 'autogradcli' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted([*_exports(), "__version__"])

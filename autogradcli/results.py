@@ -14,7 +14,15 @@ import numpy as np
 from autogradcli.messages import CLI, PYTHON, Style, cause_text, note_text
 from autogradcli.notes import Note
 from autogradcli.policy.compare import Comparison
-from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, Cause, passes, worst
+from autogradcli.policy.verdict import (
+    AGREE,
+    DISAGREE,
+    ROUNDING,
+    Cause,
+    Verdict,
+    agrees,
+    worst,
+)
 
 SCHEMA_VERSION = 1
 
@@ -130,11 +138,11 @@ class VariableResult(Frozen):
 
     @property
     def agree(self) -> bool | None:
-        return None if self.verdict is None else self.verdict != DISAGREE
+        return agrees(self.verdict)
 
     @property
     def numeric_agree(self) -> bool | None:
-        return None if self.numeric_verdict is None else self.numeric_verdict != DISAGREE
+        return agrees(self.numeric_verdict)
 
     @property
     def rounding(self) -> str | None:
@@ -251,7 +259,7 @@ class PassResult(Frozen):
 
     @property
     def agree(self) -> bool:
-        return self.verdict != DISAGREE
+        return bool(agrees(self.verdict))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -440,7 +448,7 @@ class GradResult(Judged):
 
     @property
     def output_agree(self) -> bool:
-        return self.output_verdict != DISAGREE
+        return bool(agrees(self.output_verdict))
 
     @property
     def grads(self) -> dict[str, np.ndarray | None]:
@@ -465,7 +473,7 @@ class GradResult(Judged):
         return None
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         """agree, rounding or disagree: the worst of every check (verdict.py)."""
         checks = [self.output_verdict, *(p.verdict for p in self.passes)]
         checks += [v.verdict for v in self.variables.values()]
@@ -480,7 +488,7 @@ class GradResult(Judged):
     @property
     def agree(self) -> bool:
         """Whether the exit code is 0: agree, or rounding unless ``strict``."""
-        return passes(self.verdict, self.strict)
+        return bool(agrees(self.verdict, self.strict))
 
     def causes(self) -> list[Cause]:
         """The causes of the output's and each variable's verdict, in that order."""
@@ -561,14 +569,14 @@ class Block(Frozen):
     bounds: tuple[np.ndarray, np.ndarray] | None = None  # real kinks' intervals (NaN elsewhere)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         """The block's verdict: the reference's, with the cross-check and numeric check."""
         others = [DISAGREE for c in (self.cross_agree, self.numeric_agree) if c is False]
         return worst([self.reference_verdict, *others])
 
     @property
     def agree(self) -> bool:
-        return self.verdict in (AGREE, ROUNDING)
+        return bool(agrees(self.verdict))
 
     @property
     def rounding(self) -> str | None:
@@ -635,12 +643,12 @@ class DerivativeResult(Judged):
     tangents: dict[str, np.ndarray] = field(default_factory=dict)  # jvp's v, per input
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         return worst(b.verdict for b in self.blocks)
 
     @property
     def agree(self) -> bool:
-        return passes(self.verdict, self.strict)
+        return bool(agrees(self.verdict, self.strict))
 
     def first_cause(self) -> Cause | None:
         return next((b.cause for b in self.blocks if b.verdict == self.verdict), None)
@@ -744,6 +752,7 @@ class Graph(Rendered):
     nodes: tuple[GraphNode, ...]
     seed: int | None = None  # the seed of rand()/randn() values, when one was drawn
     freed: Freed | None = None  # with --saved: a saved tensor read after backward()
+    written: tuple[str, ...] = ()  # files the CLI's --dot/--png/--svg wrote
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:  # no sentences to spell
         return strict(
@@ -756,7 +765,7 @@ class Graph(Rendered):
                 "root": self.nodes[0].id,
                 "nodes": [n.to_dict() for n in self.nodes],
                 "freed": None if self.freed is None else self.freed.to_dict(),
-                "written": [],  # files the CLI's --dot/--png/--svg wrote
+                "written": list(self.written),
             }
         )
 
@@ -822,7 +831,7 @@ class CellEvent(Frozen):
     check: GradResult | None = None  # this backward() alone, from fresh leaves
 
     @property
-    def verdict(self) -> str | None:
+    def verdict(self) -> Verdict | None:
         found = [g.verdict for g in self.grads] + [s.verdict for s in self.shown]
         found += [] if self.check is None else [self.check.verdict]
         return None if all(v is None for v in found) else worst(found)
@@ -856,12 +865,12 @@ class CellResult(Judged):
     strict: bool = False
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         return worst(e.verdict for e in self.events)
 
     @property
     def agree(self) -> bool:
-        return self.error is None and passes(self.verdict, self.strict)
+        return self.error is None and bool(agrees(self.verdict, self.strict))
 
     @property
     def grads(self) -> dict[str, np.ndarray | None]:
@@ -930,7 +939,7 @@ class PlotResult(Rendered):
 
     @property
     def agree(self) -> bool:
-        return passes(self.verdict, self.strict)
+        return bool(agrees(self.verdict, self.strict))
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         return strict(

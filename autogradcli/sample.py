@@ -15,7 +15,7 @@ import numpy as np
 
 from autogradcli.errors import OptionError, VariableError
 from autogradcli.results import PlotResult
-from autogradcli.settings import Settings, number
+from autogradcli.settings import Settings, number, parse_number
 
 
 def parse_range(text: str) -> tuple[float, float]:
@@ -30,14 +30,47 @@ def parse_range(text: str) -> tuple[float, float]:
     return lo, hi
 
 
+def plot(
+    expression: str,
+    values: Mapping[str, Any] | None = None,
+    *,
+    wrt: str | None = None,
+    span: tuple[float, float] | str | None = None,
+    points: int | str = 200,
+    order: int | str = 1,
+    settings: Settings | None = None,
+    **keywords: Any,
+) -> PlotResult:
+    """f, autograd's ``order``-th derivative and SymPy's over a range of one variable: the
+    one given as ``"LOW:HIGH"`` (``ag.plot("x*abs(x)", x="-3:3")``), or ``wrt`` over
+    ``span`` (default -3 to 3); the other variables are fixed at their values.
+
+    >>> import autogradcli as ag
+    >>> r = ag.plot("x**2", x="-1:1", points=3)
+    >>> r.autograd.tolist(), r.verdict
+    ([-2.0, 0.0, 2.0], 'agree')
+    """
+    from autogradcli.api import split
+
+    chosen, given = split(settings, values, keywords)
+    ranges = {n: v for n, v in given.items() if isinstance(v, str) and ":" in v}
+    name = wrt or (next(iter(ranges)) if len(ranges) == 1 else None)
+    if span is None:
+        span = parse_range(ranges.pop(name)) if name in ranges else (-3.0, 3.0)
+    fixed = {k: v for k, v in given.items() if k != name}
+    return sample(
+        expression, fixed, wrt=name, span=span, points=points, order=order, settings=chosen
+    )
+
+
 def sample(
     expression: str,
     values: Mapping[str, Any] | None = None,
     *,
     wrt: str | None = None,
     span: tuple[float, float] | str = (-3.0, 3.0),
-    points: int = 200,
-    order: int = 1,
+    points: int | str = 200,
+    order: int | str = 1,
     settings: Settings | None = None,
     **keywords: Any,
 ) -> PlotResult:
@@ -47,8 +80,7 @@ def sample(
     from autogradcli.lang.parser import parse_expression
 
     chosen, given = split(settings, values, keywords)
-    points = int(number("points", points))
-    order = int(number("order", order))
+    points, order = int(_count("points", points)), int(_count("order", order))
     lo, hi = parse_range(span) if isinstance(span, str) else (float(span[0]), float(span[1]))
     program = parse_expression(expression, chosen.limits)
     free = [n for n in program.variables if n not in given]
@@ -83,6 +115,11 @@ def sample(
         verdict=verdict,
         strict=chosen.strict,
     )
+
+
+def _count(name: str, value: Any) -> int | float:
+    """A number option, given as a number (the API) or as text (the command line)."""
+    return parse_number(name, value) if isinstance(value, str) else number(name, value)
 
 
 def _derivatives(

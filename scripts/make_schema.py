@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+from autogradcli import schemas
 from autogradcli.policy.verdict import CAUSES, VERDICTS
 
 NUM = {"oneOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}
@@ -552,15 +553,10 @@ plot = {
         }
     ),
 }
-SCHEMAS = {
-    "grad": grad,
-    "derivative": derivative,
-    "graph": graph,
-    "cell": cell,
-    "check": check,
-    "plot": plot,
-    "error": error,
-}
+# The commands' schemas, named by the command registry (autogradcli.schemas()), then the
+# documents of no single command: check's lines and the error document.
+SCHEMAS = {name: globals()[name] for name in dict.fromkeys(schemas().values())}
+SCHEMAS |= {"check": check, "error": error}
 
 if __name__ == "__main__":
     for name, schema in SCHEMAS.items():

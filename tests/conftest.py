@@ -69,10 +69,14 @@ def largest_array(value: Any) -> int:
 def _every_result_matches_its_schema():
     """Every result the API returns in any test is validated as its ``to_dict()`` document
     (the CLI's ``--json``), so the schemas cover every case the suite runs."""
-    import autogradcli.api as api
+    import importlib
 
-    originals = {n: getattr(api, n) for n in ("grad", "jacobian", "hessian", "derivative")}
-    originals["backward_graph"] = api.backward_graph
+    from autogradcli import COMMANDS
+
+    where = [c.function.partition(":") for c in COMMANDS.values() if c.function is not None]
+    originals = {
+        (module, name): getattr(importlib.import_module(module), name) for module, _, name in where
+    }
 
     def checked(function: Any) -> Any:
         @functools.wraps(function)
@@ -84,11 +88,11 @@ def _every_result_matches_its_schema():
 
         return call
 
-    for name, function in originals.items():
-        setattr(api, name, checked(function))
+    for (module, name), function in originals.items():
+        setattr(importlib.import_module(module), name, checked(function))
     yield
-    for name, function in originals.items():
-        setattr(api, name, function)
+    for (module, name), function in originals.items():
+        setattr(importlib.import_module(module), name, function)
 
 
 @pytest.fixture

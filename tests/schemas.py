@@ -9,10 +9,10 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from autogradcli import schemas
+
 SCHEMA = Path(__file__).resolve().parent.parent / "schema"
-KINDS = {"grad": "grad", "jacobian": "derivative", "hessian": "derivative"}
-KINDS |= {"derivative": "derivative", "graph": "graph", "cell": "cell", "plot": "plot"}
-KINDS |= {"jvp": "derivative"}
+KINDS = schemas()  # each document's "command" and its schema, from the command registry
 VALIDATED: list[str] = []  # how many documents the suite validated, by schema
 
 

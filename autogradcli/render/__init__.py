@@ -1,12 +1,15 @@
 """Renderers: Rich views, JSON, DOT, built from results (``messages`` makes the sentences).
 
-``renderable(result, style)`` gives the Rich renderable of any result; ``show`` prints it,
-or its JSON document, to standard output.
+``renderable(result, style)`` gives the Rich renderable of any result, through the
+renderer the command registry names for its type; ``show`` prints it, or its JSON
+document, to standard output.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
+from enum import Enum
 from typing import Any
 
 from autogradcli.messages import CLI, Style
@@ -15,25 +18,21 @@ FULL: ContextVar[bool] = ContextVar("full", default=False)  # --full: derivative
 LATEX: ContextVar[bool] = ContextVar("latex", default=False)  # --latex: derivatives as LaTeX
 
 
+def renderer(result: Any) -> Callable[[Any, Style], Any]:
+    """The renderer of a result's type, from the command registry
+    (``autogradcli.renderers()``, keyed by result class); a type no command registered is
+    an error, never another command's renderer."""
+    from autogradcli import renderers, resolve
+
+    for kind, where in renderers().items():
+        if type(result) is resolve(kind):
+            return resolve(where)  # type: ignore[no-any-return]
+    raise TypeError(f"no renderer is registered for {type(result).__name__}")
+
+
 def renderable(result: Any, style: Style = CLI) -> Any:
-    """The Rich renderable of a result (grad, derivative blocks, or a backward graph)."""
-    from autogradcli.results import CellResult, DerivativeResult, GradResult
-
-    if isinstance(result, CellResult):
-        from autogradcli.render.cell import render_cell
-
-        return render_cell(result, style)
-    if isinstance(result, GradResult):
-        from autogradcli.render.grad import render
-
-        return render(result, style)
-    if isinstance(result, DerivativeResult):
-        from autogradcli.render.derivatives import render_derivatives
-
-        return render_derivatives(result, style)
-    from autogradcli.render.graph import render_graph
-
-    return render_graph(result)
+    """The Rich renderable of a result, by its type's renderer (``renderer``)."""
+    return renderer(result)(result, style)
 
 
 def html(result: Any, width: int = 100) -> str:
@@ -53,15 +52,38 @@ def html(result: Any, width: int = 100) -> str:
     )
 
 
-def show(result: Any, json_output: bool) -> None:
-    """Print a result: its ``--json`` document, or the Rich report (the CLI's words)."""
-    if json_output:
-        import typer
+class Output(str, Enum):
+    """How a front end prints a result: Rich's report, or its JSON document (``to_dict``).
+    Each has its printer in ``OUTPUTS``."""
 
-        from autogradcli.render.json import dumps
+    RICH = "rich"
+    JSON = "json"
 
-        typer.echo(dumps(result.to_dict()))
-        return
+    @classmethod
+    def of(cls, json: bool) -> Output:
+        """The output a ``--json`` flag asks for."""
+        return cls.JSON if json else cls.RICH
+
+
+def _print_rich(result: Any) -> None:
     from rich.console import Console
 
     Console(highlight=False).print(renderable(result, CLI))
+
+
+def _print_json(result: Any) -> None:
+    import typer
+
+    from autogradcli.render.json import dumps
+
+    typer.echo(dumps(result.to_dict()))
+
+
+OUTPUTS: dict[Output, Callable[[Any], None]] = {Output.RICH: _print_rich, Output.JSON: _print_json}
+
+
+def show(result: Any, output: Output | bool = Output.RICH) -> None:
+    """Print a result to standard output: its Rich report (the CLI's words) or its JSON
+    document (``output`` True means JSON)."""
+    chosen = Output.of(output) if isinstance(output, bool) else Output(output)
+    OUTPUTS[chosen](result)

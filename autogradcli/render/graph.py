@@ -6,6 +6,7 @@ from rich.console import Group
 from rich.text import Text
 from rich.tree import Tree
 
+from autogradcli.messages import CLI, Style
 from autogradcli.results import Graph, GraphNode, Saved
 
 NONE_LABEL = "None  (no gradient flows here: a constant or a tensor with requires_grad=False)"
@@ -50,7 +51,7 @@ def _freed(graph: Graph) -> Text | None:
     )
 
 
-def render_graph(graph: Graph) -> Group:
+def render_graph(graph: Graph, style: Style = CLI) -> Group:
     """The tree in the order it prints; a node reached again (``y*y`` reaches ``y`` twice)
     is expanded the first time only."""
     nodes = {n.id: n for n in graph.nodes}

@@ -5,13 +5,41 @@ where they disagree, the kinks and the undefined points marked."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from autogradcli.errors import ValueSpecError
+from autogradcli.messages import CLI, Style
+from autogradcli.policy.verdict import Verdict
 from autogradcli.results import PlotResult
 
 FORMATS = (".png", ".svg", ".pdf")
+
+
+def render(result: PlotResult, style: Style = CLI) -> Any:
+    """The terminal picture and the verdict line, as a Rich renderable (``rich.print`` of
+    a ``PlotResult``, a notebook's display, the ``plot`` command)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from autogradcli.render.cells import STYLES
+
+    mark = Verdict(result.verdict).mark
+    picture = Text.from_ansi(terminal(result), no_wrap=True, overflow="ignore")
+    return Group(picture, Text(verdict_line(result), style=STYLES[mark]))
+
+
+def verdict_line(result: PlotResult) -> str:
+    """``✓ autograd and SymPy agree at the 200 points`` (and the kinks and undefined
+    points counted)."""
+    verdict = Verdict(result.verdict)
+    n, wrong = result.x.size, int(result.disagree.sum())
+    where = f"at {wrong} of {n} points" if wrong else f"at the {n} points"
+    verb = {"agree": "agree", "rounding": "agree within rounding"}.get(verdict, "disagree")
+    extra = f"; {int(result.kinks.sum())} at kinks" if result.kinks.any() else ""
+    extra += f"; {int(result.undefined.sum())} undefined" if result.undefined.any() else ""
+    return f"{verdict.mark} autograd and SymPy {verb} {where}{extra}"
 
 
 def _label(result: PlotResult) -> str:
