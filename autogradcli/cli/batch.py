@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from autogradcli import case_commands, line_commands
 from autogradcli.cli.lines import Outcome, run, split, worst
 from autogradcli.errors import AutogradCliError, LimitError, ValueSpecError
 from autogradcli.messages import CLI, error_text
@@ -22,13 +23,6 @@ from autogradcli.reads import lines
 from autogradcli.settings import Limits
 
 STATUS = {0: "agree", 1: "disagree", 2: "bad input"}
-API_COMMANDS = {
-    "grad": "grad",
-    "jacobian": "jacobian",
-    "hessian": "hessian",
-    "derivative": "derivative",
-    "graph": "backward_graph",
-}
 
 
 MAX_CASES = 100_000  # cases of one check file
@@ -106,7 +100,7 @@ def run_case(case: Case) -> Done:
 
 def _line_case(case: Case, words: list[str]) -> Done:
     if not words:
-        raise ValueSpecError("line_command", word="", commands="grad, jacobian, hessian, graph")
+        raise ValueSpecError("line_command", word="", commands=", ".join(line_commands()))
     outcome: Outcome = run([*words, "--json"] if "--json" not in words else words, capture=True)
     document = None
     for line in outcome.stdout.splitlines():
@@ -120,18 +114,17 @@ def _line_case(case: Case, words: list[str]) -> Done:
 
 
 def _json_case(case: Case) -> Done:
-    import autogradcli as ag
-
     try:
         fields = json.loads(case.text)
     except json.JSONDecodeError as exc:
         raise ValueSpecError("case_json", reason=exc.msg, column=exc.colno) from None
-    if not isinstance(fields, dict) or fields.get("command", "grad") not in API_COMMANDS:
-        raise ValueSpecError("case_fields", commands=", ".join(API_COMMANDS))
-    call = getattr(ag, API_COMMANDS[fields.pop("command", "grad")])
+    kinds = case_commands()
+    if not isinstance(fields, dict) or fields.get("command", "grad") not in kinds:
+        raise ValueSpecError("case_fields", commands=", ".join(kinds))
+    call = kinds[fields.pop("command", "grad")].api()
     expression = fields.pop("expression", None)
     if not isinstance(expression, str):
-        raise ValueSpecError("case_fields", commands=", ".join(API_COMMANDS))
+        raise ValueSpecError("case_fields", commands=", ".join(kinds))
     try:
         result = call(expression, **fields)
     except TypeError as exc:  # a field the API does not take

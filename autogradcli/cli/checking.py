@@ -10,12 +10,14 @@ from pathlib import Path
 import typer
 
 from autogradcli.cli.batch import Case, Done, exit_code, junit_xml, run_all, summary
+from autogradcli.cli.parsing import write
+from autogradcli.render import Output
 
 
 def run_check(
     cases: list[Case],
     name: str,
-    json_output: bool,
+    output: Output,
     junit: Path | None,
     jobs: int,
     fail_fast: bool,
@@ -24,17 +26,15 @@ def run_check(
     from autogradcli.render.json import dumps
 
     start = time.perf_counter()
-    if json_output:
+    if output is Output.JSON:
         done = run_all(cases, jobs, fail_fast, lambda d: typer.echo(dumps(d.to_dict())))
     else:
         done = _with_progress(cases, jobs, fail_fast)
     seconds = time.perf_counter() - start
     totals = summary(done, seconds)
     if junit is not None:
-        from autogradcli.cli.app import _write
-
-        _write(junit, junit_xml(done, Path(name).name, seconds), "junit-xml")
-    if json_output:
+        write(junit, junit_xml(done, Path(name).name, seconds), "junit-xml")
+    if output is Output.JSON:
         typer.echo(dumps({"summary": totals}))
     else:
         from rich.console import Console

@@ -8,7 +8,7 @@ gets a hint.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -16,42 +16,41 @@ import typer
 
 from autogradcli.errors import AutogradCliError, UnknownVariableError
 from autogradcli.messages import CLI, error_text
+from autogradcli.render import Output
 from autogradcli.render.json import error_document
 
 USAGE_EXIT = 2
 
 
-def report_error(
-    message: str, kind: str, code: str, json_output: bool, in_place: Any = None
-) -> None:
+def report_error(message: str, kind: str, code: str, output: Output, in_place: Any = None) -> None:
     """``Error: ...`` on stderr; with ``--json`` also ``{"error": ...}`` on stdout."""
     message = " ".join(message.split())
-    if json_output:
+    if output is Output.JSON:
         typer.echo(error_document(kind, code, message, in_place))
     typer.echo(f"Error: {message}", err=True)
 
 
-def fail(message: str, kind: str, code: str, json_output: bool, in_place: Any = None) -> NoReturn:
-    report_error(message, kind, code, json_output, in_place)
+def fail(message: str, kind: str, code: str, output: Output, in_place: Any = None) -> NoReturn:
+    report_error(message, kind, code, output, in_place)
     raise typer.Exit(USAGE_EXIT)
 
 
 @contextmanager
-def errors(ctx: typer.Context | None, json_output: bool) -> Iterator[None]:
+def errors(ctx: typer.Context | None, output: Output) -> Iterator[None]:
     """Every error of a command as one ``Error: ...`` line, exit 2."""
     try:
         yield
     except UnknownVariableError as exc:
         message = error_text(exc, CLI) + _suggest_option(exc.name, ctx)
-        fail(message, exc.kind, exc.code, json_output)
+        fail(message, exc.kind, exc.code, output)
     except AutogradCliError as exc:
-        fail(error_text(exc, CLI), exc.kind, exc.code, json_output, exc.data.get("changes"))
+        fail(error_text(exc, CLI), exc.kind, exc.code, output, exc.data.get("changes"))
     except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
         # A failure inside PyTorch, SymPy or NumPy on input the checks let through.
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         code = "library_failure"
         message = error_text(_Failure(code, type(exc).__name__, detail), CLI)
-        fail(message, "computation", code, json_output)
+        fail(message, "computation", code, output)
 
 
 class _Failure:
@@ -126,17 +125,21 @@ def unreadable_as(code: str, path: str) -> Iterator[None]:
         raise ValueSpecError(code, path=path, reason=exc.data["detail"]) from None
 
 
-def finish(result: object, json_output: bool) -> NoReturn:
-    """Print the result (Rich or JSON) and exit with its verdict's code; a cell that
-    stopped on an error shows what it ran, then the error line (exit 2)."""
+def finish(result: object, output: Output, after: Sequence[str] = ()) -> NoReturn:
+    """Print the result (Rich or JSON) and exit with its verdict's code (a result without
+    a verdict: 0); a cell that stopped on an error shows what it ran, then the error line
+    (exit 2). ``after``: lines printed after a Rich report (``wrote FILE``)."""
     from autogradcli.render import show
 
-    show(result, json_output)
+    show(result, output)
+    if output is Output.RICH:
+        for line in after:
+            typer.echo(line)
     stopped = getattr(result, "error", None)
     if stopped is not None:
         typer.echo(f"Error: {' '.join(error_text(stopped, CLI).split())}", err=True)
         raise typer.Exit(USAGE_EXIT)
-    raise typer.Exit(0 if result.agree else 1)  # type: ignore[attr-defined]
+    raise typer.Exit(0 if getattr(result, "agree", True) else 1)
 
 
 @contextmanager

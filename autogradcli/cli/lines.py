@@ -13,18 +13,15 @@ import io
 import shlex
 import time
 from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from autogradcli import line_commands
+from autogradcli.cli.app import app
+from autogradcli.cli.parsing import BOUND
 from autogradcli.errors import ValueSpecError
 
-COMMANDS = ("grad", "jacobian", "hessian", "graph")
 INTERRUPTED = 130  # the exit code Click gives a command stopped by Ctrl-C
-
-# Values bound in the shell (``x = [1., 2.]``): a command uses those its expression needs.
-# Set (to a dict, maybe empty) while the shell runs a line.
-BOUND: ContextVar[dict[str, str] | None] = ContextVar("bound", default=None)
 
 
 @dataclass(frozen=True)
@@ -46,17 +43,16 @@ def split(line: str) -> list[str]:
         raise ValueSpecError("line_syntax", reason=str(exc)) from None
     if words and words[0] == "autograd-cli":
         words = words[1:]
-    if words and words[0] not in COMMANDS:
-        raise ValueSpecError("line_command", word=words[0], commands=", ".join(COMMANDS))
+    if words and words[0] not in line_commands():
+        raise ValueSpecError("line_command", word=words[0], commands=", ".join(line_commands()))
     return words
 
 
 @functools.cache
 def group() -> Any:
-    """The Click group of the Typer app, built once (building it takes about 15 ms)."""
+    """The Click group of the Typer app, built once (building it takes about 15 ms); a
+    command registered later is found by the group itself."""
     from typer.main import get_command
-
-    from autogradcli.cli.app import app
 
     return get_command(app)
 
@@ -80,6 +76,9 @@ def run(words: list[str], capture: bool = False) -> Outcome:
 def _captured(out: io.StringIO, err: io.StringIO) -> Iterator[None]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         yield
+
+
+__all__ = ["BOUND", "Outcome", "group", "line_commands", "run", "split", "worst"]
 
 
 def worst(codes: list[int]) -> int:

@@ -1,7 +1,8 @@
 """The options every command shares, declared once, and the decorator that adds them.
 
 ``@with_settings`` appends the shared options to a command's signature (so Typer shows
-them) and hands the command one ``Settings`` built from them, plus ``json_output``.
+them) and hands the command one ``Settings`` built from them, plus the ``output``
+(``render.Output``: rich, or json with ``--json``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from autogradcli.cli.edge import errors, waiting
-from autogradcli.render import FULL, LATEX
+from autogradcli.render import FULL, LATEX, Output
 from autogradcli.settings import DTYPES, NUMBERS, Limits, Settings, parse_number
 
 LIMITS = "Limits"
@@ -296,7 +297,6 @@ SHARED: list[tuple[str, Any, Any]] = [
         False,
     ),
 ]
-SHARED_NAMES = frozenset(name for name, _, _ in SHARED)
 
 
 def settings_from(values: dict[str, Any]) -> Settings:
@@ -322,14 +322,14 @@ def with_settings(
     skip: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add the shared options (but ``skip``) to a command; it receives ``settings`` and
-    ``json_output`` instead of them."""
+    ``output`` instead of them."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         hints = typing.get_type_hints(command, include_extras=True)
         own = [
             p.replace(annotation=hints.get(p.name, p.annotation))
             for p in inspect.signature(command).parameters.values()
-            if p.name not in ("settings", "json_output")
+            if p.name not in ("settings", "output")
         ]
         extra = [
             inspect.Parameter(
@@ -342,14 +342,14 @@ def with_settings(
         @functools.wraps(command)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             shared = {name: kwargs.pop(name, default) for name, _, default in SHARED}
-            json_output = shared.pop("json_output")
+            output = Output.of(shared.pop("json_output"))
             quiet, full, latex = shared.pop("quiet"), shared.pop("full"), shared.pop("latex")
-            with errors(None, json_output):
+            with errors(None, output):
                 settings = settings_from(shared)
             tokens = FULL.set(full), LATEX.set(latex)
             try:
-                with waiting(not quiet and not json_output):
-                    return command(*args, settings=settings, json_output=json_output, **kwargs)
+                with waiting(not quiet and output is Output.RICH):
+                    return command(*args, settings=settings, output=output, **kwargs)
             finally:
                 FULL.reset(tokens[0])
                 LATEX.reset(tokens[1])

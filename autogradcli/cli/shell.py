@@ -23,7 +23,7 @@ import typer
 from prompt_toolkit.completion import Completer as BaseCompleter
 from prompt_toolkit.completion import Completion
 
-from autogradcli.cli.lines import BOUND, COMMANDS, run, split, worst
+from autogradcli.cli.lines import BOUND, line_commands, run, split, worst
 from autogradcli.errors import AutogradCliError, LimitError, ValueSpecError
 from autogradcli.messages import CLI, error_text
 
@@ -80,7 +80,7 @@ class Shell:
             elif word == "unset":
                 for name in text.split()[1:]:
                     self.bound.pop(name, None)
-            elif BINDING.match(text) and word not in COMMANDS:
+            elif BINDING.match(text) and word not in line_commands():
                 self.bind(text)
             else:
                 self.command(split(text))
@@ -119,7 +119,7 @@ class Shell:
         match = BINDING.match(text)
         assert match is not None
         name, value = match.groups()
-        if name in SETTINGS or name in WORDS or name in COMMANDS:
+        if name in SETTINGS or name in WORDS or name in line_commands():
             raise ValueSpecError("shell_name", name=name)
         from autogradcli.lang.values import read_value
         from autogradcli.settings import Limits
@@ -144,7 +144,7 @@ class Shell:
             self.settings[key] = rest[0]
 
     def help(self, args: list[str]) -> None:
-        if args and args[0] in (*COMMANDS, "check"):
+        if args and args[0] in (*line_commands(), "check"):
             run([args[0], "--help"])
         else:
             typer.echo(HELP)
@@ -257,11 +257,11 @@ class Completer(BaseCompleter):
         before = document.text_before_cursor[: len(document.text_before_cursor) - len(word)]
         head = before.split()
         if not head:
-            choices: list[str] = [*COMMANDS, *WORDS]
+            choices: list[str] = [*line_commands(), *WORDS]
         elif head[0] == "set" and len(head) == 1:
             choices = list(SETTINGS)
         elif head[0] == "help":
-            choices = [*COMMANDS, "check"]
+            choices = [*line_commands(), "check"]
         else:
             choices = _options(head[0]) + [f"--{n}" for n in self.shell.bound]
             word = re.split(r"[^\w.\-]", word)[-1]
