@@ -12,7 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from autogradcli.check.diagnose import check_cause, forward_cause, rounding_cause
+from autogradcli.check.diagnose import (
+    check_cause,
+    float64_noise,
+    forward_cause,
+    rounding_cause,
+)
 from autogradcli.notes import Note
 from autogradcli.policy.compare import Comparison, compare, isclose
 from autogradcli.policy.verdict import (
@@ -136,6 +141,7 @@ class Judge:
         self._checks: dict[tuple[str, int, int], Comparison] = {}
         self._forward: Cause | None = None
         self._diagnosed = False
+        self._noise: dict[str, np.ndarray] | None = None
 
     def check(self, name: str, grads: np.ndarray, scale: int) -> Comparison:
         """``grads`` of ``name`` against ``scale`` times the reference's gradient (each
@@ -215,6 +221,7 @@ class Judge:
         want: np.ndarray,
         huge: np.ndarray | None,
         kinks: set[str],
+        noise: np.ndarray | None = None,
     ) -> Cause | None:
         if verdict in (AGREE, UNCHECKED):
             return None
@@ -234,7 +241,14 @@ class Judge:
             float64=f64_check,
             inputs_finite=finite,
             kinks=kinks,
+            noise=noise,
         )
+
+    def float64_noise(self) -> dict[str, np.ndarray]:
+        """float64's rounding noise in each .grad (``diagnose.float64_noise``), computed once."""
+        if self._noise is None:
+            self._noise = float64_noise(self.session)
+        return self._noise
 
     def forward(self) -> Cause | None:
         """Where the forward pass went wrong, if it did (computed once, SymPy only)."""
@@ -269,7 +283,12 @@ class Judge:
         if cause is not None:
             verdict = DISAGREE
         else:
-            cause = self.cause(verdict, check, lambda f: f.grads[name], grad, want, huge, codes)
+            noise = None
+            if self.dtype == "float64" and verdict == DISAGREE and self.exact:
+                noise = times(scale, self.float64_noise()[name])
+            cause = self.cause(
+                verdict, check, lambda f: f.grads[name], grad, want, huge, codes, noise
+            )
         unknown = e.unknown_of(name)
         marked = e.kinks[name] if unknown is None else e.kinks[name] | unknown
         loose = self.reference.unchecked(name, self.rtol, self.atol, scale)
