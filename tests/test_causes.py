@@ -225,3 +225,10 @@ def test_linalg_norm_with_an_order_is_refused(text: str) -> None:
     assert caught.value.code == "linalg_norm_order"
     same = ag.grad("torch.linalg.norm(x)", x="[[1., 2.], [3., 4.]]", dtype="float64")
     assert same.verdict == "agree" and float(same.output) == pytest.approx(math.sqrt(30.0))
+
+
+def test_logsumexp_of_an_empty_tensor_is_minus_infinity_as_in_pytorch():
+    # SymPy's log(0) is zoo (no real value); PyTorch's logsumexp of nothing is -inf
+    r = ag.grad("logsumexp(x, 0)", x=np.zeros(0), dtype="float64")
+    assert r.verdict == "agree" and float(r.output) == -np.inf
+    assert r.variables["x"].grad.shape == (0,)

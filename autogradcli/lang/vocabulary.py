@@ -351,7 +351,10 @@ def _log_softmax(sp: Any, np: Any, a: Any, dim: int) -> Any:
 def _logsumexp(sp: Any, np: Any, a: Any, dim: Any, keepdim: bool = False) -> Any:
     e = _exp(sp, np, a)
     total = np.sum(e, axis=_np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0)
-    return _log(sp, np, _objects(np, total))
+    empty = sp.S.NegativeInfinity  # log of an empty sum: PyTorch's -inf (SymPy's log(0) is zoo)
+    return np.vectorize(lambda t: empty if t == 0 else sp.log(t), otypes=[object])(
+        _objects(np, total)
+    )
 
 
 def _norm(sp: Any, np: Any, a: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Any:
