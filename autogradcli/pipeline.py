@@ -532,8 +532,8 @@ def _exact_order(bound: Bound, session: Session, order: int) -> tuple[Any, dict[
     the input's shape), kinks and kink codes."""
     import sympy as sp
 
+    from autogradcli.reference.bounds import precise_value
     from autogradcli.reference.elementwise import SymbolicModel
-    from autogradcli.reference.evaluate import precise_value
     from autogradcli.reference.terms import diff, find_kinks, reduce_to_shape
 
     model = SymbolicModel(bound.program, bound.shapes, bound.limits)

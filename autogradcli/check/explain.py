@@ -26,7 +26,7 @@ from autogradcli.lang.tree import Binary, Call, Expression, Index, Name, Node, N
 from autogradcli.lang.vocabulary import CONSTANTS, OPS
 from autogradcli.policy.compare import compare
 from autogradcli.reference import Model
-from autogradcli.reference.evaluate import precise_value
+from autogradcli.reference.bounds import precise_value
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.terms import SympyTerms, diff, find_kinks, reduce_to_shape
 from autogradcli.results import Explanation, Flow, NodeStep, VjpCheck

@@ -19,13 +19,13 @@ An element whose rounding bound passes ``TRUST`` (1e-12), or that is NaN or infi
 finite inputs, is evaluated again in mpmath (``stable``, element by element); the others
 keep their float64 values, now bounded. What inputs carry cannot be mended element by
 element: a bound past ``LIMIT`` there (or in a sum, ``total``/``check_sum``, where terms
-cancel) raises ``Untrusted``, and ``evaluate.reference`` evaluates the whole precisely.
+cancel) raises ``Untrusted``, and ``bounds.reference`` evaluates the whole precisely.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -35,13 +35,16 @@ import sympy as sp
 
 from autogradcli.reference.evaluate import (
     FUNCTIONS,
+    PRECISE_ELEMENTS,
     RELATIONS,
     Arith,
     Float64,
+    T,
     Untrusted,
     _Walk,
     close_floats,
     evaluate,
+    evaluate_float,
     stable,
 )
 
@@ -476,3 +479,31 @@ def _patch(
         raise Untrusted("untrusted_float64", term=str(expr), bound=math.inf)
     values[at] = precise
     return values
+
+
+def reference(compute: Callable[[Arith], T], elements: int, settled: Callable[[T, T], bool]) -> T:
+    """``compute`` in the arithmetic the reference needs: precise (``stable``) up to
+    ``PRECISE_ELEMENTS`` elements; beyond, float64 with an error bound on every element and
+    mpmath at the elements whose bound is too wide (``bounds.Checked``), and precise as a
+    whole where a bound cannot be met element by element (``Untrusted``)."""
+    if elements <= PRECISE_ELEMENTS:
+        return stable(compute, settled)
+    try:
+        return compute(Checked())
+    except Untrusted:
+        STATS.whole += 1
+        return stable(compute, settled)
+
+
+def precise_value(
+    expr: sp.Expr, env: dict[sp.Symbol, np.ndarray], shape: tuple[int, ...]
+) -> np.ndarray:
+    """``expr`` at float64 numbers ``env``, evaluated for the reference (see ``reference``),
+    broadcast to ``shape``."""
+
+    def compute(arith: Arith) -> np.ndarray:
+        inputs = {s: arith.array(v) for s, v in env.items()}
+        return np.broadcast_to(evaluate_float(expr, inputs, arith), shape)
+
+    sizes = [math.prod(shape), *(np.size(v) for v in env.values())]
+    return np.array(reference(compute, max(sizes), close_floats))

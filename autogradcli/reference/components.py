@@ -34,7 +34,8 @@ from autogradcli.lang.tree import (
     Unary,
 )
 from autogradcli.lang.vocabulary import CONSTANTS, OPS, arguments, definition, kink_codes
-from autogradcli.reference.evaluate import Arith, close_floats, evaluate, reference
+from autogradcli.reference.bounds import reference
+from autogradcli.reference.evaluate import Arith, close_floats, evaluate
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.terms import (
     CONDITIONS,

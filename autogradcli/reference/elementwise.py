@@ -23,7 +23,8 @@ from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Call, Expression, Name, Node
 from autogradcli.lang.vocabulary import CONSTANTS, OPS, broadcast_all, kink_codes
-from autogradcli.reference.evaluate import Arith, close_floats, evaluate, reference
+from autogradcli.reference.bounds import reference
+from autogradcli.reference.evaluate import Arith, close_floats, evaluate
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.terms import (
     SympyTerms,
@@ -186,7 +187,7 @@ class SymbolicModel:
 
     def value(self, node: Node, values: dict[str, np.ndarray]) -> np.ndarray:
         """SymPy's value of any subtree (a step, an operation) at ``values``, precise (see
-        ``evaluate.reference``), as float64."""
+        ``bounds.reference``), as float64."""
         return self.value_range(node, values)[0]
 
     def value_range(
@@ -218,7 +219,7 @@ class SymbolicModel:
         arith: Arith | None = None,
     ) -> Expected:
         """Output value and the vector-Jacobian product ``sum_i w_i d out_i / d x`` per variable,
-        precise (see ``evaluate.reference``) unless ``arith`` is given.
+        precise (see ``bounds.reference``) unless ``arith`` is given.
 
         ``exact_zeros``: a zero weight contributes exactly 0 even where a derivative is
         infinite (for Jacobian rows: out_i does not depend on x_j at all); without it,

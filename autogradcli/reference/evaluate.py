@@ -478,33 +478,3 @@ def stable(compute: Callable[[Arith], T], settled: Callable[[T, T], bool]) -> T:
             return current
         previous = current
     raise Unstable("unstable", bits=MAX_BITS)
-
-
-def reference(compute: Callable[[Arith], T], elements: int, settled: Callable[[T, T], bool]) -> T:
-    """``compute`` in the arithmetic the reference needs: precise (``stable``) up to
-    ``PRECISE_ELEMENTS`` elements; beyond, float64 with an error bound on every element and
-    mpmath at the elements whose bound is too wide (``bounds.Checked``), and precise as a
-    whole where a bound cannot be met element by element (``Untrusted``)."""
-    from autogradcli.reference.bounds import STATS, Checked
-
-    if elements <= PRECISE_ELEMENTS:
-        return stable(compute, settled)
-    try:
-        return compute(Checked())
-    except Untrusted:
-        STATS.whole += 1
-        return stable(compute, settled)
-
-
-def precise_value(
-    expr: sp.Expr, env: dict[sp.Symbol, np.ndarray], shape: tuple[int, ...]
-) -> np.ndarray:
-    """``expr`` at float64 numbers ``env``, evaluated for the reference (see ``reference``),
-    broadcast to ``shape``."""
-
-    def compute(arith: Arith) -> np.ndarray:
-        inputs = {s: arith.array(v) for s, v in env.items()}
-        return np.broadcast_to(evaluate_float(expr, inputs, arith), shape)
-
-    sizes = [math.prod(shape), *(np.size(v) for v in env.values())]
-    return np.array(reference(compute, max(sizes), close_floats))
