@@ -20,7 +20,7 @@ from autogradcli.notes import Note
 from autogradcli.pipeline import GradRequest, run_grad, steps_of
 from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import AGREE, DISAGREE, rounding_relative, settle
-from autogradcli.reference import choose
+from autogradcli.reference.choice import choose
 from autogradcli.results import CellEvent, CellResult, LeafGrad, Shown
 from autogradcli.torchside.cell import TorchEvent
 from autogradcli.torchside.cell import run_cell as torch_cell

@@ -19,7 +19,8 @@ from autogradcli.lang.analysis import calls, rounding_steps
 from autogradcli.notes import Note
 from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import UNCHECKED, rounding_relative
-from autogradcli.reference import Model, NumericModel, Reference, choose, exact_or_none, known
+from autogradcli.reference import Model, NumericModel, Reference, exact_or_none, known
+from autogradcli.reference.choice import choose
 from autogradcli.reference.hooks import HookedModel, hooked
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import (

@@ -24,7 +24,8 @@ import autogradcli as ag
 from autogradcli.bind import bind
 from autogradcli.notes import Note
 from autogradcli.policy.compare import compare
-from autogradcli.reference import NumericModel, choose
+from autogradcli.reference import NumericModel
+from autogradcli.reference.choice import choose
 from autogradcli.reference.numeric import Extrapolated, extrapolate
 from autogradcli.reference.timeout import SympyTimeout
 from autogradcli.settings import TOLERANCES, Settings

@@ -188,36 +188,6 @@ def _accuracy_of(reference: Reference, name: str, error: np.ndarray, scale: floa
     return Extrapolated(value, error / scale, np.zeros(np.shape(value)))
 
 
-def choose(
-    expression: Expression,
-    shapes: dict[str, Shape],
-    limits: Limits,
-    seen: dict[str, np.ndarray],
-    weights: np.ndarray | None,
-    differentiate: frozenset[str],
-) -> Reference:
-    """SymPy's exact check at the inputs autograd saw, or central differences with a note
-    saying why SymPy could not (``weights`` None: backward() without weights)."""
-    from autogradcli.reference.hooks import hooked
-
-    notes: list[Note] = []
-    used = np.ones(()) if weights is None else weights
-
-    def work() -> tuple[Model, Expected]:
-        model = hooked(sympy_model(expression, shapes, limits, seen), shapes, limits)
-        return model, model.evaluate(seen, used, differentiate)
-
-    found = exact_or_none(limits, notes, work)
-    if found is not None:
-        return Reference(found[0], found[1], tuple(notes))
-    numeric = NumericModel(expression, shapes, limits, precise=True)
-    if expression.hooks:  # the reverse pass in pieces: no error estimate for the whole
-        model = hooked(numeric, shapes, limits)
-        return Reference(model, model.evaluate(seen, weights, differentiate), tuple(notes))
-    expected, accuracy = numeric.evaluate_with_error(seen, weights, differentiate)
-    return Reference(numeric, expected, tuple(notes), accuracy)
-
-
 class NumericModel:
     """Central finite differences of the same computation in float64 on the CPU (the
     forward pass only; no autograd). Where the function is NaN within the step the element
@@ -338,4 +308,4 @@ class NumericModel:
         return NumericModel(expression, shapes, self.limits, self.bounds, self.precise)
 
 
-__all__ = ["Model", "NumericModel", "Reference", "choose", "exact_or_none"]
+__all__ = ["Model", "NumericModel", "Reference", "exact_or_none"]
