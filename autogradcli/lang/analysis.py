@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from autogradcli.errors import ExpressionError, LimitError
+from autogradcli.lang.ops import every_dim
 from autogradcli.lang.tree import (
     PY_BINARY,
     PY_UNARY,
@@ -20,7 +21,7 @@ from autogradcli.lang.tree import (
     Unary,
     walk,
 )
-from autogradcli.lang.vocabulary import CONSTANTS, KINKED, OPS, definition, every_dim
+from autogradcli.lang.vocabulary import CONSTANTS, KINKED, OPS, definition
 from autogradcli.settings import Limits
 
 MAX_INT_BITS = 1024  # integer constants stay below the float range

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autogradcli.errors import ExpressionError, LimitError
+from autogradcli.lang.ops import REQUIRED, Op
 from autogradcli.lang.tree import (
     COMPARISONS,
     Binary,
@@ -30,15 +31,7 @@ from autogradcli.lang.tree import (
     Slice,
     Unary,
 )
-from autogradcli.lang.vocabulary import (
-    BARE,
-    CONSTANTS,
-    OPS,
-    REQUIRED,
-    SPELLINGS,
-    Op,
-    function_names,
-)
+from autogradcli.lang.vocabulary import BARE, CONSTANTS, OPS, SPELLINGS, function_names
 from autogradcli.settings import Limits
 
 BINARY_OPS: dict[type, str] = {

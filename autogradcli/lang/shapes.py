@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from autogradcli.errors import LimitError, ShapeError
-from autogradcli.lang import vocabulary
+from autogradcli.lang import ops
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Binary, Call, Expression, Fold, Index, Name, Node, Num, Unary
 from autogradcli.lang.vocabulary import OPS
@@ -17,7 +17,7 @@ Shape = tuple[int, ...]
 def broadcast(left: Shape, right: Shape, where: str) -> Shape:
     """PyTorch's (and NumPy's) broadcasting rule, with an error that shows both shapes."""
     try:
-        return vocabulary.broadcast(left, right)
+        return ops.broadcast(left, right)
     except ShapeError as exc:
         raise ShapeError(exc.code, **{**exc.data, "where": where}) from None
 
@@ -47,7 +47,7 @@ def call_shape(node: Call, shapes: list[Shape]) -> Shape:
     op = OPS[node.func]
     try:
         if op.shape is None:
-            return vocabulary.broadcast_all(shapes)
+            return ops.broadcast_all(shapes)
         options = {k: v for k, v in node.options.items() if k != "given"}
         return op.shape(shapes, **options)
     except ShapeError as exc:
@@ -85,7 +85,7 @@ class _Shapes(Fold[Shape]):
 
     def index(self, node: Index, value: Shape) -> Shape:
         try:
-            return vocabulary.index_shape(value, node.python())
+            return ops.index_shape(value, node.python())
         except ShapeError as exc:
             raise ShapeError(exc.code, **{**exc.data, "where": unparse(node)}) from None
 

@@ -1,0 +1,382 @@
+"""The reference side's forms shared by the vocabulary's entries: object-array
+reductions and joins for SymPy terms (NumPy holding the terms), losses and activations
+defined through other operations, and the builders of the common kinds of entry
+(``math_op``, ``reduction``, ``extreme_op``, ``loss``). Like the table, every form takes
+the module (``sympy``, ``numpy``, ``torch``) as an argument and imports none of them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from autogradcli.errors import ShapeError
+from autogradcli.lang.ops import (
+    REDUCTION,
+    Op,
+    Param,
+    axis,
+    cat_kept,
+    flatten_shape,
+    loss_shape,
+    np_axes,
+    reduce_shape,
+    squeeze_shape,
+    unsqueeze_shape,
+)
+from autogradcli.lang.tree import Binary, Node, Num, Unary, call
+
+# --- the reference side's helpers --------------------------------------------------------------
+
+
+def objects(np: Any, value: Any) -> Any:
+    return np.array(value, dtype=object)
+
+
+def sum_of(sp: Any, np: Any, a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return objects(np, np.sum(a, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0))
+
+
+def mean(sp: Any, np: Any, a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    axes = np_axes(dim, a.ndim)
+    count = a.size if axes is None else math.prod(a.shape[i] for i in axes)
+    total = np.sum(a, axis=axes, keepdims=keepdim and a.ndim > 0)
+    return objects(np, total * sp.Rational(1, max(count, 1)))
+
+
+def prod(sp: Any, np: Any, a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return objects(np, np.prod(a, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0))
+
+
+def _extreme(pick: str) -> Callable[..., Any]:
+    def fold(sp: Any, np: Any, a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+        combine = np.frompyfunc(lambda u, v: getattr(sp, pick)(u, v), 2, 1)
+        axes = np_axes(dim, a.ndim)
+        if a.ndim == 0:
+            return objects(np, a)
+        if axes is None:
+            out = combine.reduce(a.reshape(-1), axis=0)
+            return objects(np, np.full((1,) * a.ndim, out, dtype=object) if keepdim else out)
+        out = combine.reduce(a, axis=axes[0])
+        return objects(np, np.expand_dims(out, axes[0]) if keepdim else out)
+
+    return fold
+
+
+def _exp(sp: Any, np: Any, a: Any) -> Any:
+    return np.vectorize(sp.exp, otypes=[object])(a)
+
+
+def _log(sp: Any, np: Any, a: Any) -> Any:
+    return np.vectorize(sp.log, otypes=[object])(a)
+
+
+def softmax(sp: Any, np: Any, a: Any, dim: int) -> Any:
+    e = _exp(sp, np, a)
+    return e / np.sum(e, axis=np_axes(dim, a.ndim), keepdims=True)
+
+
+def log_softmax(sp: Any, np: Any, a: Any, dim: int) -> Any:
+    e = _exp(sp, np, a)
+    return a - _log(sp, np, objects(np, np.sum(e, axis=np_axes(dim, a.ndim), keepdims=True)))
+
+
+def logsumexp(sp: Any, np: Any, a: Any, dim: Any, keepdim: bool = False) -> Any:
+    e = _exp(sp, np, a)
+    total = np.sum(e, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0)
+    empty = sp.S.NegativeInfinity  # log of an empty sum: PyTorch's -inf (SymPy's log(0) is zoo)
+    return np.vectorize(lambda t: empty if t == 0 else sp.log(t), otypes=[object])(
+        objects(np, total)
+    )
+
+
+def norm(sp: Any, np: Any, a: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Any:
+    total = np.sum(a * a, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0)
+    return np.vectorize(sp.sqrt, otypes=[object])(objects(np, total))
+
+
+def cat(sp: Any, np: Any, *arrays: Any, dim: int = 0) -> Any:
+    kept = cat_kept(list(arrays), [a.shape for a in arrays])
+    return np.concatenate(kept, axis=axis(dim, kept[0].ndim))
+
+
+def flatten(sp: Any, np: Any, a: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
+    return a.reshape(flatten_shape([a.shape], start_dim, end_dim))
+
+
+def squeeze(sp: Any, np: Any, a: Any, dim: Any = None) -> Any:
+    return a.reshape(squeeze_shape([a.shape], dim))
+
+
+def unsqueeze(sp: Any, np: Any, a: Any, dim: int) -> Any:
+    return a.reshape(unsqueeze_shape([a.shape], dim))
+
+
+def transpose(sp: Any, np: Any, a: Any, dim0: int, dim1: int) -> Any:
+    if a.ndim == 0:
+        return a
+    return np.swapaxes(a, axis(dim0, a.ndim), axis(dim1, a.ndim))
+
+
+def _numbers(sp: Any, np: Any, target: Any, what: str) -> Any:
+    """A target's values as Python numbers (it must be a constant known as a number)."""
+    flat = []
+    for cell in np.asarray(target, dtype=object).reshape(-1):
+        if not (isinstance(cell, (int, float)) or getattr(cell, "is_Number", False)):
+            raise ShapeError("target_not_constant", what=what)
+        flat.append(float(cell))
+    return np.array(flat, dtype=float).reshape(np.shape(target))
+
+
+def _reduce_loss(sp: Any, np: Any, losses: Any, reduction: str) -> Any:
+    if reduction == "none":
+        return objects(np, losses)
+    if reduction == "sum":
+        return objects(np, np.sum(losses))
+    return objects(np, np.sum(losses) * sp.Rational(1, max(losses.size, 1)))
+
+
+def _classes(sp: Any, np: Any, x: Any, target: Any, log_probs: Any, what: str) -> Any:
+    """-log p of each sample's class: ``log_probs`` shaped like ``x``, ``target`` indices."""
+    picks = _numbers(sp, np, target, what)
+    count = x.shape[-1]
+    rows = log_probs.reshape(-1, count)
+    losses = []
+    for n, cls in enumerate(picks.reshape(-1)):
+        if cls != int(cls) or not 0 <= cls < count:
+            raise ShapeError("class_out_of_range", value=float(cls), classes=count)
+        losses.append(-rows[n, int(cls)])
+    return np.array(losses, dtype=object).reshape(picks.shape)
+
+
+def cross_entropy(
+    sp: Any,
+    np: Any,
+    x: Any,
+    target: Any,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Any:
+    log_probs = log_softmax(sp, np, x, -1)
+    smooth = sp.nsimplify(label_smoothing) if label_smoothing else 0
+    count = x.shape[-1]
+    if target.shape == x.shape:  # class probabilities
+        t = target * (1 - smooth) + smooth * sp.Rational(1, count) if smooth else target
+        losses = -np.sum(t * log_probs, axis=-1)
+        if reduction == "mean":  # PyTorch divides by the batch size here
+            batch = x.shape[0] if x.ndim == 2 else 1
+            return objects(np, np.sum(losses) * sp.Rational(1, max(batch, 1)))
+        return _reduce_loss(sp, np, np.asarray(losses, dtype=object), reduction)
+    losses = _classes(sp, np, x, target, log_probs, "cross_entropy's target of class indices")
+    if smooth:
+        uniform = -np.sum(log_probs, axis=-1) * sp.Rational(1, count)
+        losses = losses * (1 - smooth) + smooth * uniform
+    return _reduce_loss(sp, np, np.asarray(losses, dtype=object), reduction)
+
+
+def nll_loss(sp: Any, np: Any, x: Any, target: Any, reduction: str = "mean") -> Any:
+    losses = _classes(sp, np, x, target, x, "nll_loss's target")
+    return _reduce_loss(sp, np, np.asarray(losses, dtype=object), reduction)
+
+
+def cross_entropy_torch(
+    torch: Any, x: Any, t: Any, reduction: str = "mean", label_smoothing: float = 0.0
+) -> Any:
+    indices = t.dim() == x.dim() - 1
+    target = t.long() if indices else t
+    f = torch.nn.functional.cross_entropy
+    return f(x, target, reduction=reduction, label_smoothing=label_smoothing)
+
+
+# --- definitions through other operations (the reference side of losses and activations) --
+
+
+def _reduce(node: Node, reduction: str) -> Node:
+    return node if reduction == "none" else call(reduction, node)
+
+
+def _times(weight: Node | None, node: Node) -> Node:
+    return node if weight is None else Binary("*", weight, node)
+
+
+def _half(node: Node) -> Node:
+    return Binary("*", Num(0.5), node)
+
+
+def mse(a: Node, t: Node, reduction: str = "mean") -> Node:
+    return _reduce(Binary("**", Binary("-", a, t), Num(2)), reduction)
+
+
+def l1(a: Node, t: Node, reduction: str = "mean") -> Node:
+    return _reduce(call("abs", Binary("-", a, t)), reduction)
+
+
+def smooth_l1(a: Node, t: Node, reduction: str = "mean", beta: float = 1.0) -> Node:
+    d = Binary("-", a, t)
+    size = call("abs", d)
+    if beta == 0:
+        return _reduce(size, reduction)
+    inside = Binary("/", _half(Binary("**", d, Num(2))), Num(beta))
+    outside = Binary("-", size, Num(0.5 * beta))
+    return _reduce(call("where", Binary("<", size, Num(beta)), inside, outside), reduction)
+
+
+def huber(a: Node, t: Node, reduction: str = "mean", delta: float = 1.0) -> Node:
+    d = Binary("-", a, t)
+    size = call("abs", d)
+    inside = _half(Binary("**", d, Num(2)))
+    outside = Binary("*", Num(delta), Binary("-", size, Num(0.5 * delta)))
+    return _reduce(call("where", Binary("<", size, Num(delta)), inside, outside), reduction)
+
+
+def bce(a: Node, t: Node, weight: Node | None = None, reduction: str = "mean") -> Node:
+    # PyTorch clamps each log at -100 so that a prediction of exactly 0 or 1 stays finite.
+    log_p = call("maximum", call("log", a), Num(-100))
+    log_q = call("maximum", call("log", Binary("-", Num(1), a)), Num(-100))
+    both = Binary("+", Binary("*", t, log_p), Binary("*", Binary("-", Num(1), t), log_q))
+    return _reduce(_times(weight, Unary("-", both)), reduction)
+
+
+def bce_logits(
+    a: Node,
+    t: Node,
+    weight: Node | None = None,
+    pos_weight: Node | None = None,
+    reduction: str = "mean",
+) -> Node:
+    softplus = call("log", Binary("+", Num(1), call("exp", Unary("-", a))))  # -log sigmoid(a)
+    scale: Node = Num(1)
+    if pos_weight is not None:
+        scale = Binary("+", Num(1), Binary("*", Binary("-", pos_weight, Num(1)), t))
+    loss = Binary("+", Binary("*", Binary("-", Num(1), t), a), Binary("*", scale, softplus))
+    return _reduce(_times(weight, loss), reduction)
+
+
+def softplus(sp: Any, a: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """PyTorch's softplus: log(1 + exp(beta*x))/beta, and x itself where beta*x > threshold
+    (its derivative 1 there)."""
+    b, t = sp.nsimplify(beta), sp.nsimplify(threshold)
+    return sp.Piecewise((a, b * a > t), (sp.log(1 + sp.exp(b * a)) / b, True))
+
+
+def gelu(sp: Any, a: Any, approximate: str = "none") -> Any:
+    if approximate == "tanh":  # PyTorch's constants: sqrt(2/pi) and 0.044715
+        inner = sp.sqrt(2 / sp.pi) * (a + sp.Rational(44715, 1000000) * a**3)
+        return a * (1 + sp.tanh(inner)) / 2
+    return a * (1 + sp.erf(a / sp.sqrt(2))) / 2
+
+
+def where_term(sp: Any, c: Any, a: Any, b: Any) -> Any:
+    condition = c if isinstance(c, sp.core.relational.Relational) else sp.Ne(c, 0)
+    if condition is sp.true:
+        return a
+    if condition is sp.false:
+        return b
+    return sp.Piecewise((a, condition), (b, True))
+
+
+def clamp_term(sp: Any, a: Any, low: Any = None, high: Any = None) -> Any:
+    if low is not None:
+        a = sp.Max(a, low)
+    if high is not None:
+        a = sp.Min(a, high)
+    return a
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def math_op(
+    name: str,
+    sympy_name: str | None = None,
+    *,
+    np_name: str | None = None,
+    math_name: str | None = "",
+    also: tuple[str, ...] = (),
+    kink: str = "",
+    atoms: tuple[str, ...] = (),
+    note: str = "",
+) -> Op:
+    """An elementwise function that torch, SymPy, NumPy and math all call by a name."""
+    sympy_attr = sympy_name or name
+    spelled = ["bare", "torch", "Tensor", f"np.{np_name or name}", *also]
+    if math_name is not None:
+        spelled.append(f"math.{math_name or name}")
+    return Op(
+        name,
+        torch=lambda torch, a: getattr(torch, name)(a),
+        sympy=lambda sp, a: getattr(sp, sympy_attr)(a),
+        spelled=tuple(spelled),
+        kink=kink,
+        kink_atoms=atoms,
+        note=note,
+    )
+
+
+def operator(op: str) -> Callable[..., Node]:
+    return lambda a, b: Binary(op, a, b)
+
+
+def reduction(name: str, function: Callable[..., Any], dims: str = "dims") -> Op:
+    return Op(
+        name,
+        torch=lambda torch, a, dim=None, keepdim=False: (
+            getattr(torch, name)(a) if dim is None else getattr(torch, name)(a, dim, keepdim)
+        ),
+        components=function,
+        shape=reduce_shape,
+        params=(Param("dim", dims, None), Param("keepdim", "bool", False)),
+        spelled=("bare", "torch", "Tensor", f"np.{name}"),
+        reduces=True,
+        kind="reduction",
+    )
+
+
+def extreme_op(name: str) -> Op:
+    return Op(
+        name,
+        torch=lambda torch, a, dim=None, keepdim=False: (
+            getattr(torch, name)(a) if dim is None else getattr(torch, name)(a, dim, keepdim).values
+        ),
+        components=_extreme(name.capitalize()),
+        shape=reduce_shape,
+        params=(Param("dim", "int", None), Param("keepdim", "bool", False)),
+        spelled=("bare", "torch", "Tensor", f"np.{name}"),
+        reduces=True,
+        kind="reduction",
+        kink=f"{name} is not differentiable at a tie",
+        kink_atoms=("Heaviside",),
+    )
+
+
+def loss(
+    name: str,
+    expand: Callable[..., Node],
+    *params: Param,
+    optional: tuple[str, ...] = (),
+    kink: str = "",
+    atoms: tuple[str, ...] = (),
+    note: str = "",
+) -> Op:
+    tensors = ("input", "target", *optional)
+
+    def run(torch: Any, a: Any, t: Any, **kwargs: Any) -> Any:
+        return getattr(torch.nn.functional, name)(a, t, **kwargs)
+
+    return Op(
+        name,
+        torch=run,
+        expand=expand,
+        shape=loss_shape,
+        tensors=tensors,
+        optional=frozenset(optional),
+        params=(*params, Param("reduction", "text", "mean", REDUCTION)),
+        spelled=("bare", "F"),
+        kink=kink,
+        kink_atoms=atoms,
+        note=note,
+        reduces=True,
+        kind="loss",
+    )
+
+
