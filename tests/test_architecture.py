@@ -120,3 +120,107 @@ def test_the_architecture_page_lists_every_module():
         if p.name != "__init__.py" or p.parent in with_code
     }
     assert listed == modules
+
+
+# Imports inside functions that may point anywhere: each a protocol the front ends call.
+LAZY_FUNCTIONS = frozenset(
+    {
+        "__getattr__",  # the lazy package __init__ (PEP 562)
+        "__str__",  # str() of an error or a cause: its sentence, made by messages.py
+        "__rich__",  # Rich's protocol: a result draws itself with its renderer
+        "__rich_console__",
+        "_repr_html_",  # Jupyter's display protocol
+        "_repr_svg_",
+        "_repr_mimebundle_",
+        "_repr_pretty_",
+    }
+)
+
+
+def _module(py: Path) -> str:
+    parts = list(py.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@functools.cache
+def module_imports() -> dict[str, dict[str, int]]:
+    """Module -> the package's modules it imports, at any depth of the file (function
+    bodies included, except in ``LAZY_FUNCTIONS`` and in the package's lazy ``__init__``),
+    with the line of the first such import."""
+    modules = {_module(py): py for py in PACKAGE.rglob("*.py")}
+    found: dict[str, dict[str, int]] = {m: {} for m in modules}
+
+    def visit(module: str, node: ast.AST, inside: tuple[str, ...]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(module, child, (*inside, child.name))
+                continue
+            lazy = bool(set(inside) & LAZY_FUNCTIONS) or (module == "autogradcli" and inside)
+            targets: list[str] = []
+            if isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                targets = [
+                    f"{child.module}.{a.name}"
+                    if f"{child.module}.{a.name}" in modules
+                    else child.module
+                    for a in child.names
+                ]
+            elif isinstance(child, ast.Import):
+                targets = [a.name for a in child.names]
+            for target in targets:
+                if target in modules and target != module and not lazy:
+                    found[module].setdefault(target, child.lineno)
+            visit(module, child, inside)
+
+    for module, py in modules.items():
+        visit(module, ast.parse(py.read_text()), ())
+    return found
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return cycles
+
+
+def test_no_import_cycle_at_any_depth():
+    imports = module_imports()
+    cycles = _cycles({m: set(t) for m, t in imports.items()})
+    where = [
+        [f"{a} -> {b} (line {imports[a][b]})" for a in c for b in imports[a] if b in c]
+        for c in cycles
+    ]
+    assert where == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
