@@ -62,6 +62,7 @@ TARGETS: dict[str, frozenset[str] | None] = {
     "autogradcli/check/reconcile.py": frozenset(
         {
             "kink_sides",
+            "decide",
             "_sides",
             "_beside",
             "KINK_BITS",
@@ -81,6 +82,7 @@ TESTS = (
     "tests/test_kinks.py",
     "tests/test_huge.py",
     "tests/test_large_reference.py",
+    "tests/test_fallback.py",
 )
 
 # Imported once in this process before any fork (never autogradcli itself); after the
@@ -89,7 +91,51 @@ PRELOAD = ("numpy", "torch", "sympy", "mpmath", "pytest", "hypothesis", "rich", 
 NEVER_PRELOAD = ("autogradcli", "tests", "__main__", "this", "antigravity", "idlelib")
 
 # Survivors that no test can kill: "path:function:description" -> why.
-EQUIVALENT: dict[str, str] = {}
+_V, _C = "autogradcli/policy/verdict.py", "autogradcli/policy/compare.py"
+_J, _R = "autogradcli/check/judge.py", "autogradcli/check/reconcile.py"
+_LOG2 = "log2(1) is 0: one element adds no step either way"
+_SWAP = "left and right swapped: only fmin/fmax of the two sides, or their common value, is used"
+_STEP = "a step as small or smaller: the one-sided derivatives come out the same"
+EQUIVALENT: dict[str, str] = {
+    _V + ":reduction_steps:> -> >= in `elements > 1`": _LOG2,
+    _V + ":reduction_steps:1 -> 0 in `return math.ceil(math.log2(elements)) if elemen...`": _LOG2,
+    _J + ":Judge.settle:`return AGREE` -> `return 'agree'`": "AGREE is 'agree'",
+    _C + ":compare:if negated: `huge.any()`": (
+        "close &= ~huge is redundant: an infinite autograd value at a huge element is already"
+        " in bad, and a finite one is never close to the reference's infinity"
+    ),
+    _C + ":compare:.any -> .all in `huge.any()`": "as above: close &= ~huge is redundant",
+    _C + ":compare:.any -> .all in `np.isnan(checked).any()`": "max() of NaNs is NaN anyway",
+    _C + ":_agreeing:min -> max in `min(BLOCK, a.size)`": "only the size of a scratch array",
+    _C + ":_agreeing:or -> and in `nan or bool(np.isnan(error).any())`": (
+        "an error on the fast path is never NaN: NaN against a number is not close, and the"
+        " fast path has already handed the comparison back"
+    ),
+    _C + ":_agreeing:.any -> .all in `np.isnan(error).any()`": "as above: never NaN there",
+    _C + ":_errors:and -> or in `bounds is not None and between.any()`": (
+        "without bounds nothing is between; with no element between, np.where changes nothing"
+    ),
+    _J + ":times:1 -> 0 in `return values if scale == 1 else scale * values`": (
+        "1 * values is values: only a copy is saved"
+    ),
+    _J + ":Judge.forward:True -> False in `self._diagnosed = True`": (
+        "the diagnosis is computed again, with the same result: only a cache"
+    ),
+    _J + ":variable_notes:0.0 -> 1.0 in `ordinary = np.where(kinks, 0.0, expected) if ki...`": (
+        "any finite placeholder counts the same infinite and NaN elements"
+    ),
+    _J + ":kink_notes:True -> False in `pairs = sorted({(float(a), float(b)) for a, b i...`": (
+        "zip(strict=) over two arrays of the same length"
+    ),
+    _R + ":<module>:320 -> 640 in `KINK_BITS = 320`": "more precision: the same sides",
+    _R + ":<module>:320 -> 321 in `KINK_BITS = 320`": "more precision: the same sides",
+    _R + ":<module>:160 -> 161 in `STEP_BITS = 160`": _STEP,
+    _R + ":_beside:1 -> 2 in `flat[index] = x + direction * ldexp(max(abs(x),...`": _STEP,
+    _R + ":_beside:+ -> - in `x + direction * ldexp(max(abs(x), 1), -STEP_BITS)`": _SWAP,
+    _R + ":_beside:ternary negated: `direction > 0`": _SWAP,
+    _R + ":_beside:> -> < in `direction > 0`": _SWAP,
+    _R + ":_beside:> -> >= in `direction > 0`": "direction is -1 or 1",
+}
 
 COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE,
@@ -166,6 +212,8 @@ class Site:
     function: str
     returns: str | None  # the annotation of the function whose return this is, if any
     wanted: bool  # inside a target function (or a targeted module-level name)
+    statement: str = ""  # the innermost statement holding it, shortened (for descriptions)
+    shape_argument: bool = False  # an argument of .reshape(...): -1 and -2 mean the same
 
 
 def _children(node: ast.AST) -> Iterator[tuple[str, int | None, ast.AST]]:
@@ -178,6 +226,16 @@ def _children(node: ast.AST) -> Iterator[tuple[str, int | None, ast.AST]]:
             yield name, None, value
 
 
+COMPOUND = (
+    ast.If,
+    ast.For,
+    ast.While,
+    ast.With,
+    ast.Try,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+)
 SKIPPED_FIELDS = {"annotation", "returns", "decorator_list", "type_comment"}
 
 
@@ -185,7 +243,7 @@ def sites(tree: ast.Module, names: frozenset[str] | None) -> Iterator[Site]:
     """Every node of the module in source order with its scope; annotations, docstrings,
     imports and asserts are left out."""
 
-    def walk(node, route, function, returns, wanted, qualified):
+    def walk(node, route, function, returns, wanted, qualified, statement="", shaped=False):
         for name, index, child in _children(node):
             if name in SKIPPED_FIELDS:
                 continue
@@ -206,10 +264,23 @@ def sites(tree: ast.Module, names: frozenset[str] | None) -> Iterator[Site]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and name == "body":
                 inner = qualified
                 ret = ast.unparse(node.returns) if node.returns is not None else None
-            yield Site(child, here, inner, ret, want)
-            yield from walk(child, here, inner, ret, want, qual)
+            held = statement
+            if isinstance(child, ast.stmt) and not isinstance(child, COMPOUND):
+                held = _short(child, 50)
+            elif isinstance(child, ast.expr) and isinstance(node, COMPOUND):
+                held = _short(child, 50)  # an if's or a while's test, a for's iterable
+            elif isinstance(child, ast.arguments):
+                held = f"the defaults of {qualified}"
+            shape = _reshapes(node) and name == "args"
+            yield Site(child, here, inner, ret, want, held, shape or shaped)
+            yield from walk(child, here, inner, ret, want, qual, held, shape or shaped)
 
     yield from walk(tree, (), "", None, names is None, "")
+
+
+def _reshapes(node: ast.AST) -> bool:
+    func = node.func if isinstance(node, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr == "reshape"
 
 
 def _number_changes(value: int | float) -> list[int | float]:
@@ -269,11 +340,14 @@ def changes(site: Site) -> Iterator[tuple[str, ast.AST, str]]:
             yield "", new, f".{func.attr} -> .{new.func.attr} in `{text}`"
     elif isinstance(node, ast.Constant):
         value = node.value
+        where = f" in `{site.statement}`" if site.statement else ""
         if isinstance(value, bool):
-            yield "", ast.Constant(not value), f"{value} -> {not value}"
+            yield "", ast.Constant(not value), f"{value} -> {not value}{where}"
         elif isinstance(value, (int, float)):
-            for v in _number_changes(value):
-                yield "", ast.Constant(v), f"{value!r} -> {v!r}"
+            # any negative size in .reshape means "the rest": only 0 changes it
+            found = [0] if site.shape_argument and value == 1 else _number_changes(value)
+            for v in found:
+                yield "", ast.Constant(v), f"{value!r} -> {v!r}{where}"
     elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
         test = node.test
         if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
@@ -390,8 +464,12 @@ def all_mutants(tree_root: Path) -> list[Mutant]:
     for path, names in TARGETS.items():
         source = (tree_root / path).read_text()
         found.extend(mutants_of(path, names, source))
+    seen: dict[str, int] = {}
     for number, mutant in enumerate(found, start=1):
         mutant.number = number
+        seen[mutant.key] = seen.get(mutant.key, 0) + 1
+        if seen[mutant.key] > 1:  # the same change again in the same function
+            mutant.key += f" #{seen[mutant.key]}"
     return found
 
 

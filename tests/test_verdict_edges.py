@@ -379,3 +379,196 @@ def test_half_the_elements_overflowing_in_a_large_tensor_is_a_disagreement():
     assert v.cause.code == "overflow" and r.output_cause.code == "overflow"
     assert int(np.isinf(v.grad).sum()) == 35_000
     assert math.isinf(v.max_abs_error)
+
+
+def test_the_fast_path_gives_the_whole_comparisons_answer_field_by_field():
+    rng = np.random.default_rng(7)
+    want = rng.uniform(-3.0, 3.0, BLOCK + 100)
+    want[:2] = [np.inf, np.nan]
+    actual = want * (1 + 1e-7)
+    fast, whole = _both(actual, want, 1.3e-6, 1e-5)
+    assert fast == whole
+    assert (fast.excluded, fast.bracketed, fast.nonfinite, fast.nonfinite_at_kink) == (0, 0, 0, 0)
+    assert (fast.within_bound, fast.max_relative_error, fast.excluded_values) == (True, 0.0, ())
+
+
+def test_without_a_rounding_bound_within_bound_is_agreement():
+    wrong = compare(np.array([1.5]), np.array([1.0]), 0.0, 0.0)
+    assert (wrong.agree, wrong.within_bound, wrong.max_relative_error) == (False, False, 0.5)
+    assert compare(np.array([1.0]), np.array([1.0]), 0.0, 0.0).within_bound
+
+
+def test_the_fast_path_is_taken_exactly_where_it_applies():
+    """``_agreeing`` answers a large comparison in which every element agrees, a block at
+    a time (the 10^7-element row's memory depends on it), and hands back everything else."""
+    from autogradcli.policy.compare import _agreeing
+
+    n = BLOCK + 1
+    want = np.linspace(-2.0, 2.0, n)
+    want[:3] = [np.nan, np.inf, -np.inf]
+    actual = want.copy()
+    actual[-1] += 1e-6
+    none = np.zeros(n, dtype=bool)
+    found = _agreeing(actual, want, 1.3e-6, 1e-5, none, None, none, none)
+    assert found == Comparison(agree=True, max_abs_error=found.max_abs_error, within_bound=True)
+    assert found.max_abs_error == pytest.approx(1e-6, rel=1e-9)
+    assert _agreeing(actual, want, 1.3e-6, 1e-5, None, None, None, None) == found
+    one = none.copy()
+    one[5] = True
+    handed_back = [
+        _agreeing(actual[:BLOCK], want[:BLOCK], 1.3e-6, 1e-5, None, None, None, None),
+        _agreeing(actual, want[::-1].copy().reshape(1, n), 1.3e-6, 1e-5, None, None, None, None),
+        _agreeing(actual, want, 1.3e-6, np.full(n, 1e-5), None, None, None, None),
+        _agreeing(actual, want, 1.3e-6, 1e-5, None, (want, want), None, None),
+        _agreeing(actual, want, 1.3e-6, 1e-5, one, None, None, None),
+        _agreeing(actual, want, 1.3e-6, 1e-5, None, None, one, None),
+        _agreeing(actual, want, 1.3e-6, 1e-5, None, None, None, one),
+        _agreeing(list(actual), want, 1.3e-6, 1e-5, None, None, None, None),
+        _agreeing(actual, list(want), 1.3e-6, 1e-5, None, None, None, None),
+        _agreeing(actual, want, 0.0, 1e-7, None, None, None, None),  # one element off
+    ]
+    assert handed_back == [None] * len(handed_back)
+    for index in (3, BLOCK - 1, BLOCK):  # NaN or inf where the reference is finite
+        for bad in (np.nan, np.inf):
+            wrong = actual.copy()
+            wrong[index] = bad
+            assert _agreeing(wrong, want, 1.3e-6, 1e-5, None, None, None, None) is None
+
+
+def test_a_nan_at_a_kink_is_never_close_even_to_a_nan_reference():
+    kink = np.array([True, False])
+    check = compare(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), 0.0, 0.0, exclude=kink)
+    assert (check.agree, check.nonfinite, check.nonfinite_at_kink, check.excluded) == (
+        False,
+        1,
+        1,
+        0,
+    )
+
+
+def test_a_huge_reference_leaves_the_other_elements_judged():
+    huge = np.array([True, False])
+    wrong = compare(np.array([np.inf, 5.0]), np.array([np.inf, 1.0]), 0.0, 0.0, huge=huge)
+    assert (wrong.agree, wrong.nonfinite) == (False, 1)
+    right = compare(np.array([1.0, 2.0]), np.array([np.inf, 2.0]), 0, 0, exclude=huge, huge=huge)
+    assert (right.agree, right.excluded, right.max_abs_error) == (True, 1, 0.0)
+    finite = compare(np.array([1e308, 5.0]), np.array([np.inf, 5.0]), 0.0, 0.0, huge=huge)
+    assert (finite.agree, finite.nonfinite, finite.max_abs_error) == (False, 0, np.inf)
+
+
+def test_the_relative_error_of_an_error_of_exactly_one():
+    check = compare(np.array([3.0, 0.0]), np.array([2.0, 0.0]), 0.0, 0.0)
+    assert (check.agree, check.max_abs_error, check.max_relative_error) == (False, 1.0, 0.5)
+    nothing_finite = compare(np.array([np.nan]), np.array([1.0]), 0.0, 0.0, relative=0.1)
+    assert (nothing_finite.within_bound, nothing_finite.max_relative_error) == (False, 0.0)
+
+
+# --- the judge: passes, the float64 re-run ---------------------------------------------------
+
+
+def test_repeated_passes_are_checked_against_multiples_of_the_reference():
+    r = ag.grad("x*x", x=3, repeat=3)
+    assert [p.verdict for p in r.passes] == ["agree"] * 3
+    assert [float(p.expected["x"]) for p in r.passes] == [6.0, 12.0, 18.0]
+    assert (float(r.variables["x"].grad), float(r.variables["x"].expected)) == (18.0, 18.0)
+
+
+def test_the_float64_rerun_keeps_a_real_kinks_sides():
+    """relu(x) + sin(x) at 0 has the sides 1 and 2; PyTorch's 1 lies between them. With no
+    tolerance the float32 rounding of cos(1) at the other element is ≈, which needs the
+    float64 re-run to agree, at the kink too: within the same sides."""
+    r = ag.grad("sum(relu(x) + sin(x))", x="[0., 1.]", rtol=0, atol=0)
+    v = r.variables["x"]
+    assert (r.verdict, v.verdict, v.cause.code) == ("rounding", "rounding", "rounding")
+    assert v.grad.tolist() == [1.0, 1.5403022766113281]
+    assert v.expected.tolist()[0] == 1.5
+    assert [n.code for n in v.notes] == ["kink_between"]
+
+
+# --- notes and causes at kinks, with passes and weights ----------------------------------------
+
+
+def test_a_smooth_kink_names_the_first_eight_values_times_the_passes():
+    w = np.arange(1.0, 11.0)
+    r = ag.grad("relu(x) - relu(-x)", x=np.zeros(10), weights=w, repeat=2)
+    v = r.variables["x"]
+    assert (v.verdict, v.cause.code) == ("disagree", "nonsmooth_chain_rule")
+    assert (v.cause.data["elements"], v.cause.data["index"]) == (10, [0])
+    assert (v.cause.data["autograd"], v.cause.data["derivative"]) == (0.0, 2.0)
+    (note,) = v.notes
+    assert (note.code, note.data["elements"]) == ("kink_smooth", 10)
+    assert note.data["values"] == [2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0]
+    three = ag.grad("relu(x) - relu(-x)", x=np.zeros(2), weights=[3.0, 3.0], repeat=2)
+    assert three.variables["x"].cause.data["derivative"] == 6.0
+    assert three.variables["x"].notes[0].data["values"] == [6.0]
+
+
+def test_a_real_kink_names_its_first_four_pairs_of_sides_times_the_passes():
+    r = ag.grad("relu(x)", x=np.zeros(6), weights=np.arange(1.0, 7.0), repeat=2)
+    v = r.variables["x"]
+    assert (v.verdict, v.requires_grad) == ("agree", True)
+    (note,) = v.notes
+    assert (note.code, note.data["elements"], note.data["values"]) == ("kink_between", 6, [0.0])
+    assert note.data["sides"] == [[0.0, 2.0], [0.0, 4.0], [0.0, 6.0], [0.0, 8.0]]
+
+
+def test_only_the_elements_at_a_smooth_kink_count_as_missed_there():
+    r = ag.grad("sum(relu(x) - relu(-x) + exp(x))", x="[0., 100.]")
+    cause = r.variables["x"].cause
+    assert cause.code == "nonsmooth_chain_rule"
+    assert (cause.data["elements"], cause.data["index"], cause.data["autograd"]) == (1, [0], 1.0)
+
+
+def test_the_numeric_checks_kink_note_says_it_is_the_numeric_checks():
+    v = ag.grad("abs(x)", x=1e-7, numeric=True).variables["x"]
+    assert (v.verdict, v.numeric_verdict) == ("agree", "agree")
+    assert [(n.code, n.data) for n in v.notes] == [
+        ("numeric_kink", {"eps": 1e-06, "elements": 1, "prefix": "numeric check: "})
+    ]
+
+
+def test_the_numeric_check_keeps_its_own_tolerance_under_a_tighter_one():
+    v = ag.grad("sin(x)", x=1, numeric=True, rtol=0, atol=0).variables["x"]
+    assert (v.verdict, v.numeric_verdict) == ("rounding", "agree")
+    assert 0 < v.numeric_max_abs_error < 1e-7
+
+
+def test_one_infinite_element_of_an_input_is_a_nonfinite_input():
+    r = ag.grad("sum(relu(x - y))", x="[inf, 1.]", y="[inf, 0.]")
+    assert (r.verdict, r.first_cause().code) == ("disagree", "nonfinite_input")
+    assert r.variables["y"].cause.code == "nonfinite_input"
+
+
+def test_a_real_kinks_interval_has_the_dtypes_slack_at_both_ends():
+    from autogradcli.check.judge import kink_cause_at
+
+    rtol, atol = TOLERANCES["float32"]
+    for low, high in ((0.0, 1.0), (-100.0, -10.0)):
+        slack = atol + rtol * max(abs(low), abs(high))
+        bounds = (np.array([low]), np.array([high]))
+        for value, code in (
+            (low - slack * 0.99, None),
+            (high + slack * 0.99, None),
+            (low - slack * 1.01, "kink_outside"),
+            (high + slack * 1.01, "kink_outside"),
+        ):
+            cause = kink_cause_at(
+                np.array([value]), np.array([0.5]), None, bounds, {"relu"}, "float32"
+            )
+            assert (cause and cause.code) == code, (low, high, value)
+            if cause is not None:
+                assert (cause.data["low"], cause.data["high"], cause.data["autograd"]) == (
+                    low,
+                    high,
+                    value,
+                )
+    nan = kink_cause_at(np.array([np.nan]), np.array([0.5]), None, bounds, {"relu"}, "float32")
+    assert (nan.code, nan.data["elements"]) == ("non_differentiable", 1)
+
+
+def test_the_sides_are_taken_just_beside_the_kink_not_a_step_away():
+    """x**2 adds 2x to each side: a step of 2**-160 leaves both sides 1 (smooth, PyTorch's
+    0 is wrong); a step of size 1 would see -1 and 3 (a real kink that 0 lies in)."""
+    v = ag.grad("relu(x) - relu(-x) + x**2", x=0).variables["x"]
+    assert (v.verdict, v.cause.code, float(v.expected)) == ("disagree", "nonsmooth_chain_rule", 1.0)
+    assert (v.cause.data["autograd"], v.cause.data["derivative"]) == (0.0, 1.0)
