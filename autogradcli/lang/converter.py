@@ -1,4 +1,4 @@
-"""Parse expression text into a tree by walking Python's ``ast`` with a whitelist.
+"""Python expressions (``ast``) to the tree, by walking Python's ``ast`` with a whitelist.
 
 Nothing here evaluates user text: ``ast.parse`` only builds a syntax tree, and each node
 kind is either turned into the tree's own (numbers, names, operators, comparisons,
@@ -17,12 +17,20 @@ from collections.abc import Callable
 from typing import Any
 
 from autogradcli.errors import ExpressionError, LimitError
+from autogradcli.lang.arguments import (
+    built,
+    example_call,
+    given_params,
+    integer,
+    integers,
+    is_int,
+    param_value,
+)
 from autogradcli.lang.ops import REQUIRED, Op
 from autogradcli.lang.tree import (
     COMPARISONS,
     Binary,
     Call,
-    Expression,
     Index,
     IndexItem,
     Name,
@@ -326,7 +334,7 @@ class Converter:
     def item(self, node: ast.AST) -> IndexItem:
         if isinstance(node, ast.Slice):
             parts = [
-                None if p is None else _integer(p, "a slice")
+                None if p is None else integer(p, "a slice")
                 for p in (node.lower, node.upper, node.step)
             ]
             if parts[2] is not None and parts[2] <= 0:
@@ -337,8 +345,8 @@ class Converter:
         if isinstance(node, ast.Constant) and node.value is None:
             return None
         if isinstance(node, ast.List):
-            return tuple(_integer(e, "an index") for e in node.elts)
-        return _integer(node, "an index")
+            return tuple(integer(e, "an index") for e in node.elts)
+        return integer(node, "an index")
 
     def compare(self, node: ast.Compare, depth: int) -> Node:
         if len(node.ops) != 1 or type(node.ops[0]) not in COMPARE_OPS:
@@ -386,7 +394,7 @@ class Converter:
         """max/min: of all elements, along a dim, or of two tensors (PyTorch's maximum)."""
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
         second = args[1] if len(args) > 1 else keywords.get("other")
-        if second is not None and not _is_int(second) and "dim" not in keywords:
+        if second is not None and not is_int(second) and "dim" not in keywords:
             if spelled == op.name:  # Python's max(x, y) of two tensors
                 raise ExpressionError("max_of_two", name=op.name)
             pick = OPS["maximum" if op.name == "max" else "minimum"]
@@ -423,7 +431,7 @@ class Converter:
     ) -> Node:
         """The call's arguments matched to the entry's tensors and parameters, as PyTorch
         matches them (positions first, then names)."""
-        example = _example(op)
+        example = example_call(op)
         keywords = {("dim" if k == "axis" else k): v for k, v in keywords.items()}
         tensors: dict[str, ast.AST] = {}
         positional = list(args)
@@ -458,15 +466,15 @@ class Converter:
                     nodes.append(self.convert(given, depth + 1))
         params = self.params(op, positional, keywords, example)
         if op.build is not None:
-            return _built(op, nodes, params)
+            return built(op, nodes, params)
         if op.sequence:
-            return Call(op.name, tuple(n for n in nodes if n is not None), _params(op, params))
+            return Call(op.name, tuple(n for n in nodes if n is not None), given_params(op, params))
         present = tuple(n for n in nodes if n is not None)
         given: tuple[tuple[str, Any], ...] = ()
         if op.optional:  # which of the optional tensors are there (clamp(x, max=1))
             names = tuple(t for t, n in zip(op.tensors, nodes, strict=True) if n is not None)
             given = (("given", names),)
-        return Call(op.name, present, _params(op, params) + given)
+        return Call(op.name, present, given_params(op, params) + given)
 
     def params(
         self, op: Op, positional: list[ast.AST], keywords: dict[str, ast.AST], example: str
@@ -474,13 +482,13 @@ class Converter:
         values: dict[str, Any] = {}
         if op.varargs and positional:
             if len(positional) == 1 and isinstance(positional[0], (ast.Tuple, ast.List)):
-                values[op.varargs] = _ints(positional[0], op.varargs)
+                values[op.varargs] = integers(positional[0], op.varargs)
             else:
-                values[op.varargs] = tuple(_integer(p, op.varargs) for p in positional)
+                values[op.varargs] = tuple(integer(p, op.varargs) for p in positional)
             positional = []
         for param in op.params:
             if positional and param.name not in values:
-                values[param.name] = _param_value(param, positional.pop(0), op)
+                values[param.name] = param_value(param, positional.pop(0), op)
         if positional:
             raise ExpressionError("too_many_arguments", name=op.name, example=example)
         for key, node in keywords.items():
@@ -490,7 +498,7 @@ class Converter:
                 raise ExpressionError("unknown_keyword", name=op.name, keyword=key, known=known)
             if key in values:
                 raise ExpressionError("given_twice_arg", name=op.name, arg=key)
-            values[key] = _param_value(param, node, op)
+            values[key] = param_value(param, node, op)
         for param in op.params:
             if param.name not in values and param.default is REQUIRED:
                 raise ExpressionError(
@@ -503,92 +511,8 @@ def _is_pair(node: Node) -> bool:
     return isinstance(node, Call) and node.func in ("max", "min") and node.dim is not None
 
 
-def _is_int(node: ast.AST) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) is int
-
-
-def _params(op: Op, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """The parameters that differ from their defaults, in the entry's order."""
-    return tuple(
-        (p.name, given[p.name]) for p in op.params if p.name in given and given[p.name] != p.default
-    )
-
-
-def _built(op: Op, nodes: list[Node | None], params: dict[str, Any]) -> Node:
-    """A spelling of operators (x.pow(2), torch.add(a, b, alpha=2))."""
-    present = [n for n in nodes if n is not None]
-    assert op.build is not None
-    return op.build(*present, **params)
-
-
-def _example(op: Op) -> str:
-    tensors = ["[a, b]"] if op.sequence else ["x", "y", "z"][: len(op.tensors) - len(op.optional)]
-    needed = [p for p in op.params if p.default is REQUIRED]
-    shown = [*tensors, *(_sample(p) for p in needed)]
-    return f"{op.name}({', '.join(shown)})"
-
-
-def _sample(param: Any) -> str:
-    return {"int": "0", "dims": "0", "ints": "(2, 3)", "float": "1.0", "bool": "True"}.get(
-        param.kind, repr(param.choices[0]) if param.choices else "..."
-    )
-
-
 def _hint(guess: str | None) -> str:
     return f"; did you mean {guess}?" if guess else ""
-
-
-def _integer(node: ast.AST, what: str) -> int:
-    sign = 1
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        sign, node = (-1 if isinstance(node.op, ast.USub) else 1), node.operand
-    if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 2**31:
-        return sign * node.value
-    raise ExpressionError("bad_integer", what=what, text=ast.unparse(node))
-
-
-def _ints(node: ast.AST, what: str) -> tuple[int, ...]:
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return tuple(_integer(e, what) for e in node.elts)
-    return (_integer(node, what),)
-
-
-def _number(node: ast.AST, what: str) -> float:
-    sign = 1.0
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        sign, node = (-1.0 if isinstance(node.op, ast.USub) else 1.0), node.operand
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return sign * float(node.value)
-    raise ExpressionError("bad_number_argument", what=what, text=ast.unparse(node))
-
-
-def _param_value(param: Any, node: ast.AST, op: Op) -> Any:
-    """A parameter's value as written: integers, numbers, True/False or a word."""
-    if param.kind == "int":
-        return _integer(node, f"{param.name} of {op.name}()")
-    if param.kind == "dims":
-        if isinstance(node, (ast.Tuple, ast.List)):
-            return _ints(node, f"{param.name} of {op.name}()")
-        return _integer(node, f"{param.name} of {op.name}()")
-    if param.kind == "ints":
-        return _ints(node, f"{param.name} of {op.name}()")
-    if param.kind == "float":
-        return _number(node, f"{param.name} of {op.name}()")
-    if param.kind == "bool":
-        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            return node.value
-        raise ExpressionError("bad_flag", name=op.name, param=param.name, text=ast.unparse(node))
-    value: Any = node.value if isinstance(node, ast.Constant) else None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if value not in param.choices:
-        choices = ", ".join(repr(c) for c in param.choices)
-        raise ExpressionError(
-            "bad_choice", name=op.name, param=param.name, text=ast.unparse(node), choices=choices
-        )
-    return value
 
 
 def _constant(value: object) -> Num:
@@ -605,16 +529,4 @@ def _constant(value: object) -> Num:
     return Num(value)
 
 
-def parse_expression(
-    text: str, limits: Limits | None = None, given: frozenset[str] = frozenset()
-) -> Expression:
-    """Parse an expression, a program of named steps, or a notebook cell (program.py).
-
-    ``given`` names that have values (so ``pi``/``e`` become variables).
-    """
-    from autogradcli.lang.program import parse_program
-
-    return parse_program(text, limits or Limits(), given)
-
-
-__all__ = ["Converter", "allowed", "function_names", "module_of", "nearest", "parse_expression"]
+__all__ = ["Converter", "allowed", "function_names", "module_of", "nearest"]

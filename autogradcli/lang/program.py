@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from autogradcli.errors import ExpressionError
 from autogradcli.lang.analysis import check_constants
-from autogradcli.lang.parser import BINARY_OPS, NAMESPACES, Converter, module_of
+from autogradcli.lang.converter import BINARY_OPS, CONSTRUCTORS, NAMESPACES, Converter, module_of
 from autogradcli.lang.tree import (
     Backward,
     Binary,
@@ -45,7 +45,7 @@ from autogradcli.lang.tree import (
     walk_names,
 )
 from autogradcli.lang.values import is_len
-from autogradcli.lang.vocabulary import BARE, CONSTANTS
+from autogradcli.lang.vocabulary import BARE, CONSTANTS, SPELLINGS
 from autogradcli.settings import Limits
 
 AUGMENTED = BINARY_OPS  # y += x is y = y + x
@@ -136,7 +136,7 @@ class _Python(ast.NodeTransformer):
         self.generic_visit(node)
         path = self.path(node.func) or ""
         space, _, func = path.partition(".")
-        if space not in ("np", "math") or path not in _spellings():
+        if space not in ("np", "math") or path not in SPELLINGS:
             return node
         args = [
             e for a in node.args for e in (a.elts if isinstance(a, ast.List | ast.Tuple) else [a])
@@ -156,12 +156,6 @@ class _Python(ast.NodeTransformer):
         # a Python float outside the graph: one element, no gradient through it
         summed = ast.Call(ast.Attribute(node, "sum", ast.Load()), [], [])
         return ast.Call(ast.Attribute(summed, "detach", ast.Load()), [], [])
-
-
-def _spellings() -> dict[str, object]:
-    from autogradcli.lang.vocabulary import SPELLINGS
-
-    return SPELLINGS  # type: ignore[return-value]
 
 
 def _literal(node: ast.AST) -> int | float | None:
@@ -431,8 +425,6 @@ class _Builder:
 
     def in_place_call(self, node: ast.Call, stmt: ast.Expr, no_grad: str) -> None:
         """``y.add_(1)``, ``y.exp_()``, ``y.clamp_(min=0)``: an elementwise method, in place."""
-        from autogradcli.lang.vocabulary import SPELLINGS
-
         assert isinstance(node.func, ast.Attribute)
         owner, method, text = node.func.value, node.func.attr, self.written(stmt)
         if not isinstance(owner, ast.Name):
@@ -648,9 +640,6 @@ class _Builder:
 
     def constructor(self, node: ast.AST) -> bool:
         """Whether a right-hand side makes a new value (torch.tensor, torch.ones, ...)."""
-        from autogradcli.lang.parser import CONSTRUCTORS
-        from autogradcli.lang.vocabulary import SPELLINGS
-
         if not isinstance(node, ast.Call):
             return False
         path = self.converter().path(node.func)

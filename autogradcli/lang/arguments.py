@@ -1,0 +1,95 @@
+"""A call's arguments as written: integers, numbers, flags and words read from Python's
+``ast`` without evaluating anything, matched to a vocabulary entry's parameters."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from autogradcli.errors import ExpressionError
+from autogradcli.lang.ops import REQUIRED, Op, Param
+from autogradcli.lang.tree import Node
+
+
+def is_int(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def given_params(op: Op, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The parameters that differ from their defaults, in the entry's order."""
+    return tuple(
+        (p.name, given[p.name]) for p in op.params if p.name in given and given[p.name] != p.default
+    )
+
+
+def built(op: Op, nodes: list[Node | None], params: dict[str, Any]) -> Node:
+    """A spelling of operators (x.pow(2), torch.add(a, b, alpha=2))."""
+    present = [n for n in nodes if n is not None]
+    assert op.build is not None
+    return op.build(*present, **params)
+
+
+def example_call(op: Op) -> str:
+    tensors = ["[a, b]"] if op.sequence else ["x", "y", "z"][: len(op.tensors) - len(op.optional)]
+    needed = [p for p in op.params if p.default is REQUIRED]
+    shown = [*tensors, *(sample(p) for p in needed)]
+    return f"{op.name}({', '.join(shown)})"
+
+
+def sample(param: Param) -> str:
+    return {"int": "0", "dims": "0", "ints": "(2, 3)", "float": "1.0", "bool": "True"}.get(
+        param.kind, repr(param.choices[0]) if param.choices else "..."
+    )
+
+
+def integer(node: ast.AST, what: str) -> int:
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign, node = (-1 if isinstance(node.op, ast.USub) else 1), node.operand
+    if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 2**31:
+        return sign * node.value
+    raise ExpressionError("bad_integer", what=what, text=ast.unparse(node))
+
+
+def integers(node: ast.AST, what: str) -> tuple[int, ...]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(integer(e, what) for e in node.elts)
+    return (integer(node, what),)
+
+
+def number(node: ast.AST, what: str) -> float:
+    sign = 1.0
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign, node = (-1.0 if isinstance(node.op, ast.USub) else 1.0), node.operand
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return sign * float(node.value)
+    raise ExpressionError("bad_number_argument", what=what, text=ast.unparse(node))
+
+
+def param_value(param: Param, node: ast.AST, op: Op) -> Any:
+    """A parameter's value as written: integers, numbers, True/False or a word."""
+    if param.kind == "int":
+        return integer(node, f"{param.name} of {op.name}()")
+    if param.kind == "dims":
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return integers(node, f"{param.name} of {op.name}()")
+        return integer(node, f"{param.name} of {op.name}()")
+    if param.kind == "ints":
+        return integers(node, f"{param.name} of {op.name}()")
+    if param.kind == "float":
+        return number(node, f"{param.name} of {op.name}()")
+    if param.kind == "bool":
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            return node.value
+        raise ExpressionError("bad_flag", name=op.name, param=param.name, text=ast.unparse(node))
+    value: Any = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value not in param.choices:
+        choices = ", ".join(repr(c) for c in param.choices)
+        raise ExpressionError(
+            "bad_choice", name=op.name, param=param.name, text=ast.unparse(node), choices=choices
+        )
+    return value
