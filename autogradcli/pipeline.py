@@ -21,7 +21,7 @@ from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import UNCHECKED, rounding_relative
 from autogradcli.reference import Model, NumericModel, Reference, exact_or_none, known
 from autogradcli.reference.choice import choose
-from autogradcli.reference.hooks import HookedModel, hooked
+from autogradcli.reference.hooked import HookedModel, hooked
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import (
     Block,

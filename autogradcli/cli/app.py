@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from autogradcli import COMMANDS, Command, __version__, resolve
-from autogradcli.cli.edge import report_error
+from autogradcli.cli.errors import report_error
 from autogradcli.cli.parsing import BOUND
 from autogradcli.errors import AutogradCliError
 from autogradcli.render import Output

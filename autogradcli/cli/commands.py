@@ -16,7 +16,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from autogradcli import Command, resolve
-from autogradcli.cli.edge import errors, finish, program_text, unreadable_as
+from autogradcli.cli.errors import errors, finish, program_text, unreadable_as
 from autogradcli.cli.options import (
     ConstOption,
     ExpectOption,

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from autogradcli.cli.edge import errors, waiting
+from autogradcli.cli.errors import errors, waiting
 from autogradcli.render import FULL, LATEX, Output
 from autogradcli.settings import DTYPES, NUMBERS, Limits, Settings, parse_number
 

@@ -10,7 +10,7 @@ from autogradcli.lang.tree import Expression
 from autogradcli.notes import Note
 from autogradcli.reference import Model, NumericModel, Reference, exact_or_none, sympy_model
 from autogradcli.reference.expected import Expected
-from autogradcli.reference.hooks import hooked
+from autogradcli.reference.hooked import hooked
 from autogradcli.settings import Limits
 
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text
 from autogradcli.policy.verdict import AGREE, ROUNDING
-from autogradcli.render.cells import (
+from autogradcli.render.numbers import (
     MARK_OF,
     STYLES,
     add_column,

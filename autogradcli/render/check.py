@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from autogradcli.render.cells import MARK_OF, STYLES
+from autogradcli.render.numbers import MARK_OF, STYLES
 
 MARKS = {0: MARK_OF["agree"], 1: MARK_OF["disagree"], 2: "!"}
 

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from autogradcli.render.cells import add_column, format_array, mark, mark_expected
+from autogradcli.render.numbers import add_column, format_array, mark, mark_expected
 from autogradcli.results import Explanation
 
 

@@ -9,7 +9,7 @@ from rich.text import Text
 from autogradcli.messages import CLI, Style, cause_text, note_text, spell
 from autogradcli.policy.verdict import AGREE, ROUNDING, UNCHECKED
 from autogradcli.render import LATEX
-from autogradcli.render.cells import (
+from autogradcli.render.numbers import (
     MARK_OF,
     STYLES,
     Fit,

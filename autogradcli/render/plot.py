@@ -23,7 +23,7 @@ def render(result: PlotResult, style: Style = CLI) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    from autogradcli.render.cells import STYLES
+    from autogradcli.render.numbers import STYLES
 
     mark = Verdict(result.verdict).mark
     picture = Text.from_ansi(terminal(result), no_wrap=True, overflow="ignore")

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autogradcli.messages import CLI, Style
-from autogradcli.render.cells import add_column, format_array, mark, mark_expected
+from autogradcli.render.numbers import add_column, format_array, mark, mark_expected
 from autogradcli.results import TensorResult
 
 
