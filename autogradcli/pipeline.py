@@ -20,6 +20,7 @@ from autogradcli.notes import Note
 from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import UNCHECKED, rounding_relative
 from autogradcli.reference import Model, NumericModel, Reference, exact_or_none, known
+from autogradcli.reference.chain import model_chain
 from autogradcli.reference.choice import choose
 from autogradcli.reference.hooked import HookedModel, hooked
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
@@ -207,9 +208,9 @@ def _variables(
             def texts(name: str = name) -> tuple[Any, ...]:
                 return (
                     model.derivative_text(name, ones),
-                    model.chain(name),
+                    model_chain(model, name),
                     model.derivative_latex(name, ones),
-                    model.chain(name, latex=True),
+                    model_chain(model, name, latex=True),
                 )
 
             written = _written(bound, notes, f"the derivative of {name}", texts)

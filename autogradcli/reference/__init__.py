@@ -49,8 +49,6 @@ class Model(Protocol):
 
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None: ...
 
-    def chain(self, name: str, latex: bool = False) -> str | None: ...
-
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> Model: ...
 
 
@@ -299,9 +297,6 @@ class NumericModel:
         return None
 
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
-        return None
-
-    def chain(self, name: str, latex: bool = False) -> str | None:
         return None
 
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> NumericModel:

@@ -10,7 +10,9 @@ from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Call, Expression, Name, Node, direct_inputs, operands
 from autogradcli.lang.vocabulary import OPS
+from autogradcli.reference import Model
 from autogradcli.reference.elementwise import SymbolicModel
+from autogradcli.reference.hooked import HookedModel
 from autogradcli.settings import Limits
 
 MAX_CHAIN_PATHS = 6
@@ -21,6 +23,15 @@ _BLOCKED_BY = {
     "no_grad": "torch.no_grad()",
     "inference_mode": "torch.inference_mode()",
 }
+
+
+def model_chain(model: Model, name: str, latex: bool = False) -> str | None:
+    """The chain-rule line of SymPy's element-wise model (hooks change no factor), None
+    for the component-wise and numeric models (their terms are not split at the steps)."""
+    base = model.base if isinstance(model, HookedModel) else model
+    if not isinstance(base, SymbolicModel):
+        return None
+    return chain_rule(base.expression, base.shapes, name, base.limits, latex)
 
 
 def chain_rule(

@@ -194,10 +194,6 @@ class ComponentModel:
             flat.append(symbol)
         return np.array(flat, dtype=object).reshape(terms.shape)
 
-    def chain(self, name: str, latex: bool = False) -> str | None:
-        """No chain-rule line: the component-wise terms are not split at the steps."""
-        return None
-
     def jacobian(self, name: str) -> np.ndarray:
         """SymPy's ``d out_i / d name_j``, shaped ``out.shape + name.shape``, cached."""
         if name not in self._jacobians:

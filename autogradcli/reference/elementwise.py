@@ -134,12 +134,6 @@ class SymbolicModel:
         """The same kind of model for another program (a cut of this one)."""
         return SymbolicModel(expression, shapes, self.limits)
 
-    def chain(self, name: str, latex: bool = False) -> str | None:
-        """The chain rule over the program's steps for input ``name`` (None without steps)."""
-        from autogradcli.reference.chain import chain_rule
-
-        return chain_rule(self.expression, self.shapes, name, self.limits, latex)
-
     def derivative(self, block: Block, symbol: sp.Symbol) -> sp.Expr:
         """SymPy's partial derivative of one block, cached."""
         key = (id(block), symbol)

@@ -50,9 +50,6 @@ class HookedModel:
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
         return self.base.derivative_latex(name, weights_are_ones)
 
-    def chain(self, name: str, latex: bool = False) -> str | None:
-        return self.base.chain(name, latex)
-
     def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> Model:
         names = {*expression.variables, *(s.name for s in expression.steps)}
         kept = tuple(h for h in self.expression.hooks if h.target in names)
