@@ -1,0 +1,175 @@
+"""A notebook cell's result: each line's event, the leaves' ``.grad`` beside SymPy's
+sums, printed values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autogradcli.messages import CLI, Style
+from autogradcli.notes import Note
+from autogradcli.policy.verdict import (
+    Cause,
+    Verdict,
+    agrees,
+    worst,
+)
+from autogradcli.results.base import (
+    SCHEMA_VERSION,
+    Frozen,
+    Judged,
+    cause_dict,
+    maybe,
+    note_codes,
+    note_texts,
+    plain,
+    strict,
+)
+from autogradcli.results.grad import GradResult
+
+
+def _shown_value(value: Any) -> Any:
+    """A printed value in JSON: a tensor as numbers (booleans as booleans), else as is."""
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.dtype == bool else plain(value)
+    return value
+
+
+@dataclass(frozen=True)
+class LeafGrad(Frozen):
+    """A leaf's ``.grad`` at one point of a cell, and what SymPy expects there: the sum
+    of the backward() calls that reached it since its last reset (None: never filled)."""
+
+    name: str
+    grad: np.ndarray | None
+    expected: np.ndarray | None
+    max_abs_error: float | None = None
+    verdict: str | None = None  # None: not checked (both None)
+    cause: Cause | None = None
+    derivative: str | None = None  # SymPy's derivative of this backward's target
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grad": maybe(self.grad),
+            "expected": maybe(self.expected),
+            "max_abs_error": self.max_abs_error,
+            "verdict": self.verdict,
+            "cause": cause_dict(self.cause),
+            "derivative": self.derivative,
+        }
+
+
+@dataclass(frozen=True)
+class Shown(Frozen):
+    """One item of a ``print(...)``: what PyTorch gave, what SymPy expects, the check."""
+
+    text: str
+    value: Any
+    expected: Any = None
+    verdict: str | None = None  # None: shown, not checked (text, grad_fn)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "value": _shown_value(self.value),
+            "expected": _shown_value(self.expected),
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True)
+class CellEvent(Frozen):
+    """One line of a cell that does something autograd shows: ``backward()`` (with its
+    own gradient checked, ``check``), a reset of ``.grad``, or a ``print(...)``."""
+
+    kind: str  # backward, reset or print
+    statement: str
+    grads: tuple[LeafGrad, ...] = ()
+    shown: tuple[Shown, ...] = ()
+    check: GradResult | None = None  # this backward() alone, from fresh leaves
+
+    @property
+    def verdict(self) -> Verdict | None:
+        found = [g.verdict for g in self.grads] + [s.verdict for s in self.shown]
+        found += [] if self.check is None else [self.check.verdict]
+        return None if all(v is None for v in found) else worst(found)
+
+    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "statement": self.statement,
+            "grads": {g.name: g.to_dict() for g in self.grads},
+            "shown": [s.to_dict() for s in self.shown],
+            "check": None if self.check is None else self.check.to_dict(style),
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True)
+class CellResult(Judged):
+    """A notebook cell run line by line: each event checked; ``error`` is PyTorch's (or
+    the cell's) refusal that stopped it, as Python would have stopped."""
+
+    expression: str
+    device: str
+    dtype: str
+    rtol: float
+    atol: float
+    events: tuple[CellEvent, ...]
+    seed: int | None = None
+    notes: tuple[Note, ...] = ()
+    error: Any = None  # an AutogradCliError
+    rounding_bound: float = 0.0
+    strict: bool = False
+
+    @property
+    def verdict(self) -> Verdict:
+        return worst(e.verdict for e in self.events)
+
+    @property
+    def agree(self) -> bool:
+        return self.error is None and bool(agrees(self.verdict, self.strict))
+
+    @property
+    def grads(self) -> dict[str, np.ndarray | None]:
+        """Each leaf's ``.grad`` at the end of the cell."""
+        last = next((e for e in reversed(self.events) if e.grads), None)
+        return {} if last is None else {g.name: g.grad for g in last.grads}
+
+    def first_cause(self) -> Cause | None:
+        for event in self.events:
+            for g in event.grads:
+                if g.verdict == self.verdict and g.cause is not None:
+                    return g.cause
+        return None
+
+    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+        error = None
+        if self.error is not None:
+            from autogradcli.messages import error_text
+
+            error = {
+                "type": self.error.kind,
+                "code": self.error.code,
+                "message": error_text(self.error, style),
+            }
+            if self.error.data.get("changes"):
+                error["in_place"] = self.error.data["changes"]
+        return strict(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "command": "cell",
+                "expression": self.expression,
+                "device": self.device,
+                "dtype": self.dtype,
+                "tolerance": {"rtol": self.rtol, "atol": self.atol},
+                "seed": self.seed,
+                "events": [e.to_dict(style) for e in self.events],
+                "stopped": error,
+                "notes": note_texts(self.notes, style),
+                "note_codes": note_codes(self.notes),
+                **self.verdict_fields(),
+            }
+        )
