@@ -3,7 +3,6 @@ reconcile → verdict → result. Each stage returns a new value; none edits ano
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -15,7 +14,7 @@ from autogradcli.check.blocks import block_notes, make_block, settle_blocks, unc
 from autogradcli.check.judge import Judge
 from autogradcli.check.reconcile import domain_edges, jacobian_sides, kink_sides
 from autogradcli.errors import LimitError, VariableError
-from autogradcli.lang.analysis import calls, rounding_steps
+from autogradcli.lang.analysis import rounding_steps
 from autogradcli.notes import Note
 from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import UNCHECKED, rounding_relative
@@ -24,6 +23,7 @@ from autogradcli.reference.chain import model_chain
 from autogradcli.reference.choice import choose
 from autogradcli.reference.hooked import HookedModel, hooked
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
+from autogradcli.reference.orders import exact_order, forward, hessian_latex, numeric_order
 from autogradcli.results import (
     Block,
     DerivativeResult,
@@ -378,7 +378,7 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
         return model, {n: _with_sides(model, session.seen, n) for n in bound.names}
 
     def numeric() -> Any:
-        return numeric_jacobian(_forward(bound, session.seen), session.seen, bound.names)
+        return numeric_jacobian(forward(bound, session.seen), session.seen, bound.names)
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
     blocks = _blocks(bound, found, cross, model, values, numbers)
@@ -430,7 +430,7 @@ def run_hessian(bound: Bound) -> DerivativeResult:
 
     def numeric() -> Any:
         try:
-            return numeric_hessian(_forward(bound, session.seen), session.seen, bound.names)
+            return numeric_hessian(forward(bound, session.seen), session.seen, bound.names)
         except LimitError as exc:  # too many forward passes: autograd's Hessian, unchecked
             notes[:] = [n for n in notes if n.code != "numeric_fallback"]  # it did not run
             notes.append(Note("unchecked", dict(exc.data)))
@@ -447,7 +447,7 @@ def run_hessian(bound: Bound) -> DerivativeResult:
         model is not None,
         latex={}
         if model is None
-        else _written(bound, notes, "the LaTeX", lambda: _hessian_latex(model, found)) or {},
+        else _written(bound, notes, "the LaTeX", lambda: hessian_latex(model, found)) or {},
         diagnose=_diagnosis(bound, session, model),
         rerun=_float64(bound, run_hessian),
     )
@@ -455,30 +455,6 @@ def run_hessian(bound: Bound) -> DerivativeResult:
 
 def _latex_of(model: Any, names: Iterable[str]) -> dict[str, str | None]:
     return {n: model.derivative_latex(n) for n in names}
-
-
-def _hessian_latex(model: Any, pairs: Any) -> dict[str, str]:
-    """Each Hessian block of at most 64 entries as a LaTeX matrix, keyed like the blocks."""
-    import sympy as sp
-
-    from autogradcli.reference.components import hessian_terms, latex
-
-    found = {}
-    for pair in pairs:
-        terms = np.asarray(hessian_terms(model, *pair), dtype=object)
-        if terms.size == 1:
-            found[",".join(pair)] = latex(terms.reshape(-1)[0])
-        elif 0 < terms.size <= 64:
-            rows = terms.reshape(int(np.prod(terms.shape[: len(terms.shape) // 2])) or 1, -1)
-            found[",".join(pair)] = latex(sp.Matrix(rows))
-    return found
-
-
-def _forward(
-    bound: Bound, base: dict[str, np.ndarray]
-) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-    """The forward pass in float64 without autograd (what central differences evaluate)."""
-    return NumericModel(bound.program, bound.shapes, bound.limits).forward_at(base)
 
 
 # Central differences of a higher order are too coarse to call autograd wrong: past it,
@@ -492,13 +468,17 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
     _no_hooks(bound, "grad --order")
     session = start(bound)
     notes: list[Note] = []
-    done = exact_or_none(bound.limits, notes, lambda: _exact_order(bound, session, order))
+    done = exact_or_none(bound.limits, notes, lambda: exact_order(bound, session.seen, order))
     model, exact = done if done is not None else (None, {})
     blocks = []
     for n in bound.names:
         autograd = higher.kth_derivative(session, n, order)
-        numbers, widen = _numeric_order(bound, session, n, order, notes, model is None)
-        expected, kinks, codes = exact[n][2:] if model is not None else (numbers, None, set())
+        numbers, widen = numeric_order(bound, session.seen, n, order, notes, model is None)
+        expected, kinks, codes = (
+            (exact[n].values, exact[n].kinks, exact[n].codes)
+            if model is not None
+            else (numbers, None, set())
+        )
         block = make_block(
             n,
             autograd,
@@ -522,64 +502,11 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
         tuple(blocks),
         notes,
         model is not None,
-        derivatives={n: e[0] for n, e in exact.items()},
-        latex={n: e[1] for n, e in exact.items()},
+        derivatives={n: e.text for n, e in exact.items()},
+        latex={n: e.latex for n, e in exact.items()},
         diagnose=_diagnosis(bound, session, model),
         rerun=_float64(bound, lambda b: run_derivative(b, order)),
     )
-
-
-def _exact_order(bound: Bound, session: Session, order: int) -> tuple[Any, dict[str, Any]]:
-    """SymPy's model and, per input, the K-th derivative's text, LaTeX, values (summed to
-    the input's shape), kinks and kink codes."""
-    import sympy as sp
-
-    from autogradcli.reference.bounds import precise_value
-    from autogradcli.reference.elementwise import SymbolicModel
-    from autogradcli.reference.terms import diff, find_kinks, reduce_to_shape
-
-    model = SymbolicModel(bound.program, bound.shapes, bound.limits)
-    env = {model.symbols[n]: v for n, v in session.seen.items()}
-    found = {}
-    for n in bound.names:
-        derivative = diff(model.output.expr, model.symbols[n], order)
-        with np.errstate(all="ignore"):
-            full = precise_value(derivative, env, bound.out_shape)
-            mask, codes = find_kinks(derivative, env, bound.out_shape, uses=calls(bound.program))
-        text, tex = str(derivative), sp.latex(derivative)
-        if math.prod(bound.shapes[n]) < math.prod(bound.out_shape):  # broadcast: summed
-            text, tex = f"sum({text})", rf"\sum \left({tex}\right)"
-        found[n] = (
-            text,
-            tex,
-            reduce_to_shape(full, bound.shapes[n]),
-            reduce_to_shape(mask, bound.shapes[n], np.logical_or),
-            codes,
-        )
-    return model, found
-
-
-def _numeric_order(
-    bound: Bound, session: Session, name: str, order: int, notes: list[Note], needed: bool
-) -> tuple[np.ndarray | None, Any]:
-    """The K-th derivative by central differences (with --numeric, or ``needed`` when
-    SymPy could not), and how much float64 rounding of the values its differences amplify."""
-    from autogradcli.reference.numeric import numeric_derivative_with_error
-    from autogradcli.reference.terms import reduce_to_shape
-
-    if not (bound.settings.numeric or needed):
-        return None, 0.0
-    f = _forward(bound, session.seen)
-
-    def along(v: np.ndarray) -> np.ndarray:
-        out = np.broadcast_to(f({**session.seen, name: v}), bound.out_shape)
-        return reduce_to_shape(out, bound.shapes[name])
-
-    numbers, rounding = numeric_derivative_with_error(along, session.seen[name], order)
-    if np.any(rounding > NUMERIC.atol):
-        widen = float(np.max(rounding))
-        notes.append(Note("order_rounding", {"name": name, "order": order, "widen": widen}))
-    return numbers, rounding
 
 
 def _along(jacobian: np.ndarray, tangent: np.ndarray) -> np.ndarray:
@@ -614,7 +541,7 @@ def run_jvp(bound: Bound, tangents: dict[str, np.ndarray]) -> DerivativeResult:
         return model, {"J·v": (total, kinks, codes)}
 
     def numeric() -> Any:
-        jac = numeric_jacobian(_forward(bound, session.seen), session.seen, bound.names)
+        jac = numeric_jacobian(forward(bound, session.seen), session.seen, bound.names)
         return {"J·v": sum(_along(jac[n], tangents[n]) for n in bound.names)}
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
