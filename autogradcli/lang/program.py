@@ -15,18 +15,28 @@ from __future__ import annotations
 
 import ast
 import copy
-import dataclasses
-import math
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autogradcli.errors import ExpressionError
 from autogradcli.lang.analysis import check_constants
-from autogradcli.lang.converter import BINARY_OPS, CONSTRUCTORS, NAMESPACES, Converter, module_of
+from autogradcli.lang.converter import CONSTRUCTORS, NAMESPACES, Converter, module_of
+from autogradcli.lang.guards import Guard as Guard
+from autogradcli.lang.guards import PythonSemantics, literal
+from autogradcli.lang.hooks import HookLines, as_lambda
+from autogradcli.lang.hooks import active_hooks as active_hooks
+from autogradcli.lang.inplace import InPlaceLines
+from autogradcli.lang.names import Renames
+from autogradcli.lang.syntax import (
+    fresh_name,
+    is_none,
+    keyword_flag,
+    method_of,
+    owner_of,
+    statement_text,
+    truth,
+)
 from autogradcli.lang.tree import (
     Backward,
-    Binary,
     Call,
     Expression,
     Hook,
@@ -40,17 +50,12 @@ from autogradcli.lang.tree import (
     Show,
     Statement,
     Step,
-    Unhook,
-    walk,
     walk_names,
 )
 from autogradcli.lang.values import is_len
 from autogradcli.lang.vocabulary import BARE, CONSTANTS, SPELLINGS
 from autogradcli.settings import Limits
 
-AUGMENTED = BINARY_OPS  # y += x is y = y + x
-# y += x on a tensor changes it in place, as Python does (Tensor.__iadd__); @= makes a new one
-IN_PLACE_OPERATORS = {"+": "add_", "-": "sub_", "*": "mul_", "/": "div_", "**": "pow_"}
 # import lines a cell may have, as (module, name it is bound to): nothing is imported.
 IMPORTS: dict[tuple[str, str], str] = {
     ("torch", "torch"): "torch",
@@ -68,8 +73,6 @@ GRAD_MODES: dict[str, str] = {
     "torch.no_grad": "no_grad",
     "torch.inference_mode": "inference_mode",
 }
-# elementwise methods whose trailing-underscore form PyTorch does not have
-NO_IN_PLACE = frozenset({"maximum", "minimum", "clone", "matmul"})
 _STATEMENTS: dict[type, str] = {
     ast.AnnAssign: "annotated assignments",
     ast.FunctionDef: "function definitions",
@@ -87,104 +90,8 @@ _STATEMENTS: dict[type, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Guard:
-    """A point of a cell's line where Python itself raises, or may, before the line has a
-    value, checked on the tensors of that moment: ``a ^ b`` (``xor``: bitwise, which
-    PyTorch refuses for floating point), ``np.f(t)`` (``numpy``: NumPy reads
-    ``t.numpy()``, refused for a tensor that requires grad), ``math.f(t)`` (``math``:
-    ``float(t)``, refused past one element, then Python's ``math.f``). ``operands`` are
-    trees (or numbers) read under ``mode`` (the grad mode of a ``with`` block); ``func``
-    is the ``math`` function's name."""
-
-    kind: str
-    operands: tuple[Node | float, ...]
-    text: str
-    mode: str = ""
-    func: str = ""
-
-
-class _Python(ast.NodeTransformer):
-    """A cell's expression as Python runs it: ``^`` between numbers folded as Python does
-    (or Python's TypeError), ``math.f`` of numbers folded with Python's ``math`` (only the
-    vocabulary's names, on literals); what needs the tensors of that moment is recorded
-    (kind, argument nodes, function), in evaluation order. Nothing is evaluated from
-    text: the numbers are literals read from the syntax tree."""
-
-    def __init__(self, path: Callable[[ast.AST], str | None]) -> None:
-        self.path = path
-        self.found: list[tuple[str, list[ast.expr], str]] = []
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        self.generic_visit(node)
-        if not isinstance(node.op, ast.BitXor):
-            return node
-        left, right = _literal(node.left), _literal(node.right)
-        if left is not None and right is not None:
-            if type(left) is int and type(right) is int:
-                return ast.copy_location(ast.Constant(left ^ right), node)
-            raise ExpressionError(
-                "xor_numbers",
-                text=ast.unparse(node),
-                left=type(left).__name__,
-                right=type(right).__name__,
-            )
-        self.found.append(("xor", [node.left, node.right], ""))
-        return ast.copy_location(ast.BinOp(node.left, ast.Pow(), node.right), node)
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        path = self.path(node.func) or ""
-        space, _, func = path.partition(".")
-        if space not in ("np", "math") or path not in SPELLINGS:
-            return node
-        args = [
-            e for a in node.args for e in (a.elts if isinstance(a, ast.List | ast.Tuple) else [a])
-        ]
-        numbers = [_literal(a) for a in args]
-        if space == "np":
-            if any(n is None for n in numbers):
-                self.found.append(("numpy", args, func))
-            return node
-        if numbers and not node.keywords and all(n is not None for n in numbers):
-            value = _math(func, numbers)  # type: ignore[arg-type]
-            if value is not None:
-                return ast.copy_location(ast.Constant(value), node)
-        self.found.append(("math", args, func))
-        if all(n is not None for n in numbers):
-            return node  # Python raises here: the guard says so when the line runs
-        # a Python float outside the graph: one element, no gradient through it
-        summed = ast.Call(ast.Attribute(node, "sum", ast.Load()), [], [])
-        return ast.Call(ast.Attribute(summed, "detach", ast.Load()), [], [])
-
-
-def _literal(node: ast.AST) -> int | float | None:
-    """A number written as such (``2``, ``-0.5``), or None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        inner = _literal(node.operand)
-        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value  # type: ignore[no-any-return]
-    return None
-
-
-def _math(func: str, numbers: list[float]) -> float | None:
-    """Python's ``math.func(*numbers)`` where it is a finite number, else None (where it
-    raises, the line raises when it runs)."""
-    function = getattr(math, func, None)
-    if function is None or func.startswith("_"):
-        return None
-    try:
-        value = function(*numbers)
-    except (ValueError, OverflowError, TypeError):
-        return None
-    if type(value) not in (int, float) or not math.isfinite(value):
-        return None
-    return value  # type: ignore[no-any-return]
-
-
 @dataclass
-class _Builder:
+class _Builder(InPlaceLines, HookLines, Renames):
     """Reads a cell line by line: names to their current step, leaves, and statements."""
 
     text: str
@@ -215,7 +122,7 @@ class _Builder:
 
     def written(self, stmt: ast.AST) -> str:
         """The line as the cell writes it (its spacing kept), for showing."""
-        return (ast.get_source_segment(self.text, stmt) or _text(stmt)).strip()
+        return (ast.get_source_segment(self.text, stmt) or statement_text(stmt)).strip()
 
     # --- names -------------------------------------------------------------------------
 
@@ -264,7 +171,7 @@ class _Builder:
                 raise ExpressionError("function_not_hook", name=called.id)
         found: list[tuple[str, list[ast.expr], str]] = []
         if self.cell:
-            python = _Python(self.converter().path)
+            python = PythonSemantics(self.converter().path)
             node = python.visit(node)
             found = python.found
         tree = self.resolve(self.converter(readable)(node))
@@ -277,7 +184,7 @@ class _Builder:
     def operand(self, node: ast.expr, readable: bool) -> Node | float:
         """One operand of a guard: a number as it is, else its tree (a constructor in it
         is the value the line itself lifted)."""
-        number = _literal(node)
+        number = literal(node)
         if number is not None:
             return number
         tree = self.resolve(self.converter(readable)(node))
@@ -294,7 +201,7 @@ class _Builder:
                 arg = part.args[0]  # type: ignore[attr-defined]
                 arg.id = self.current.get(arg.id, arg.id)
         source = ast.unparse(node)
-        flag = _flag(node, "requires_grad")
+        flag = keyword_flag(node, "requires_grad")
         name = source
         if "rand" in source or flag:  # each draw (and each leaf) is a value of its own
             self.lifted += 1
@@ -329,7 +236,7 @@ class _Builder:
             self.with_block(stmt)
         elif isinstance(stmt, ast.Pass):
             return
-        elif isinstance(stmt, ast.FunctionDef) and (fn := _as_lambda(stmt)) is not None:
+        elif isinstance(stmt, ast.FunctionDef) and (fn := as_lambda(stmt)) is not None:
             self.functions[stmt.name] = fn  # def hook(g): return g * 2
         else:
             what = _STATEMENTS.get(type(stmt), f"'{type(stmt).__name__.lower()}' statements")
@@ -347,7 +254,7 @@ class _Builder:
         for module, alias in pairs:
             known = IMPORTS.get((module, alias))
             if known is None:
-                raise ExpressionError("import_not_allowed", text=_text(stmt))
+                raise ExpressionError("import_not_allowed", text=statement_text(stmt))
             self.namespaces[alias] = known
 
     def assign(self, stmt: ast.Assign, no_grad: str) -> None:
@@ -366,13 +273,13 @@ class _Builder:
         if isinstance(stmt.value, ast.Lambda):  # hook = lambda g: g * 2
             self.functions[written] = stmt.value
             return None
-        if _method(stmt.value) == "register_hook":
+        if method_of(stmt.value) == "register_hook":
             assert isinstance(stmt.value, ast.Call)
             return self.hook(stmt.value, stmt, written)
         if self.constructor(stmt.value):
             assert isinstance(stmt.value, ast.Call)
             name = self.fresh(written)
-            flag = _flag(stmt.value, "requires_grad")
+            flag = keyword_flag(stmt.value, "requires_grad")
             self.leaves[name] = Leaf(name, ast.unparse(stmt.value), flag)
             self.statements.append(self.leaves[name])
             self.current[written] = name
@@ -390,83 +297,19 @@ class _Builder:
         self.statements.append(step)
         self.current[written] = name
 
-    def augmented(self, stmt: ast.AugAssign, no_grad: str) -> None:
-        """``y += e``: in place on a tensor (as Python runs it), else ``y = y + e``."""
-        if self.cell and isinstance(stmt.op, ast.BitXor) and isinstance(stmt.target, ast.Name):
-            # y ^= e is y = y ^ e as Python runs it (bitwise; PyTorch refuses floats)
-            value = ast.BinOp(ast.Name(stmt.target.id, ast.Load()), ast.BitXor(), stmt.value)
-            node = self.expression(value)
-            self.add_step(stmt.target.id, Call(no_grad, (node,)) if no_grad else node)
-            return None
-        if not isinstance(stmt.target, ast.Name) or type(stmt.op) not in AUGMENTED:
-            raise ExpressionError("bad_assignment", text=ast.unparse(stmt).strip())
-        written = stmt.target.id
-        op = AUGMENTED[type(stmt.op)]
-        method = IN_PLACE_OPERATORS.get(op)
-        in_place = method is not None and self.is_tensor(written)
-        if in_place:
-            self.allow_in_place(written, _text(stmt), no_grad)
-        node = Binary(op, self.expression(ast.Name(written)), self.expression(stmt.value))
-        if method is not None and in_place:
-            return self.in_place_step(written, node, method, _text(stmt), no_grad)
-        self.add_step(written, Call(no_grad, (node,)) if no_grad else node)
-        return None
-
-    def is_tensor(self, written: str) -> bool:
-        """Whether ``written`` holds a tensor (an input, a value the program defines, or a
-        step computed from one) rather than a Python number."""
-        name = self.current.get(written)
-        if name is None:
-            return written not in CONSTANTS
-        if name in self.leaves:
-            return True
-        step = next(s for s in self.steps if s.name == name)
-        return any(n not in CONSTANTS for n in walk_names(step.node))
-
-    def in_place_call(self, node: ast.Call, stmt: ast.Expr, no_grad: str) -> None:
-        """``y.add_(1)``, ``y.exp_()``, ``y.clamp_(min=0)``: an elementwise method, in place."""
-        assert isinstance(node.func, ast.Attribute)
-        owner, method, text = node.func.value, node.func.attr, self.written(stmt)
-        if not isinstance(owner, ast.Name):
-            raise ExpressionError("in_place_target", text=text)
-        op = SPELLINGS.get(f"Tensor.{method[:-1]}")
-        if op is None or not op.elementwise or op.name in NO_IN_PLACE:
-            raise ExpressionError("in_place_unknown", text=text, method=method)
-        self.allow_in_place(owner.id, text, no_grad)
-        plain = ast.Call(ast.Attribute(owner, method[:-1], ast.Load()), node.args, node.keywords)
-        self.in_place_step(owner.id, self.expression(plain), method, text, no_grad)
-
-    def allow_in_place(self, written: str, text: str, no_grad: str) -> None:
-        """Under a no_grad block only a constant may change in place here; nor may a tensor
-        with a hook on it."""
-        if self.current.get(written, written) in self.hooked:
-            raise ExpressionError("in_place_hooked", text=text, name=written)
-        leaf = self.leaves.get(self.current.get(written, written))
-        if no_grad and (leaf is None or leaf.requires_grad):
-            given = written not in self.current  # an input from outside: a leaf
-            code = "in_place_leaf_no_grad" if leaf is not None or given else "in_place_no_grad"
-            raise ExpressionError(code, text=text, name=written)
-
-    def in_place_step(self, written: str, node: Node, method: str, text: str, no_grad: str) -> None:
-        name = self.current.get(written, written)
-        live = [b for w, b in self.current.items() if w != written]
-        live += [n for n in self.free if n != written and n not in self.current]
-        wrapped = Call(no_grad, (node,)) if no_grad else node
-        self.add_step(written, wrapped, InPlace(method, name, text, tuple(live)))
-
     def set_attribute(self, target: ast.Attribute, stmt: ast.Assign) -> None:
         """``x.grad = None`` and ``x.requires_grad = True``."""
         value = stmt.value
         owner = target.value
         if not isinstance(owner, ast.Name) or not isinstance(value, ast.Constant):
-            raise ExpressionError("attribute_assignment", text=_text(stmt))
+            raise ExpressionError("attribute_assignment", text=statement_text(stmt))
         if target.attr == "grad" and value.value is None:
             self.statements.append(Reset(self.leaf_of(owner.id), "none", self.written(stmt)))
             return
         if target.attr == "requires_grad" and isinstance(value.value, bool):
-            self.require_grad(owner.id, value.value, _text(stmt))
+            self.require_grad(owner.id, value.value, statement_text(stmt))
             return
-        raise ExpressionError("attribute_assignment", text=_text(stmt))
+        raise ExpressionError("attribute_assignment", text=statement_text(stmt))
 
     def leaf_of(self, written: str) -> str:
         """The input a ``.grad`` line names (a value given from outside if not defined)."""
@@ -500,7 +343,7 @@ class _Builder:
                 return self.requires_grad_call(value, stmt)
             if method == "register_hook" and path is None:
                 return self.hook(value, stmt, "")
-            if method == "remove" and _owner(value) in self.handles and not value.args:
+            if method == "remove" and owner_of(value) in self.handles and not value.args:
                 return self.unhook(value, stmt)
             if method and method.endswith("_") and not method.startswith("_") and path is None:
                 return self.in_place_call(value, stmt, no_grad)
@@ -524,20 +367,20 @@ class _Builder:
         target = self.expression(node.func.value)
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
         if any(k.arg is None for k in node.keywords) or len(node.args) > 2:
-            raise ExpressionError("backward_arguments", text=_text(stmt))
+            raise ExpressionError("backward_arguments", text=statement_text(stmt))
         for key in keywords:
             if key not in ("gradient", "retain_graph", "create_graph", "inputs"):
-                raise ExpressionError("backward_arguments", text=_text(stmt))
-        if keywords.get("create_graph") is not None and _truth(keywords["create_graph"]):
-            raise ExpressionError("create_graph_here", text=_text(stmt))
+                raise ExpressionError("backward_arguments", text=statement_text(stmt))
+        if keywords.get("create_graph") is not None and truth(keywords["create_graph"]):
+            raise ExpressionError("create_graph_here", text=statement_text(stmt))
         if "inputs" in keywords:
-            raise ExpressionError("backward_inputs", text=_text(stmt))
+            raise ExpressionError("backward_inputs", text=statement_text(stmt))
         gradient_node = node.args[0] if node.args else keywords.get("gradient")
         retain = node.args[1] if len(node.args) > 1 else keywords.get("retain_graph")
         gradient = None
-        if gradient_node is not None and not _none(gradient_node):
+        if gradient_node is not None and not is_none(gradient_node):
             gradient = self.expression(gradient_node)
-        flag = retain is not None and _truth(retain, _text(stmt))
+        flag = retain is not None and truth(retain, statement_text(stmt))
         self.statements.append(Backward(target, gradient, flag, self.written(stmt)))
 
     def zero(self, node: ast.Call, stmt: ast.Expr) -> None:
@@ -553,16 +396,16 @@ class _Builder:
         ):
             self.statements.append(Reset(self.leaf_of(owner.value.id), "zero", self.written(stmt)))
             return
-        raise ExpressionError("in_place", text=_text(stmt))
+        raise ExpressionError("in_place", text=statement_text(stmt))
 
     def requires_grad_call(self, node: ast.Call, stmt: ast.Expr) -> None:
         owner = node.func.value if isinstance(node.func, ast.Attribute) else None
         if not isinstance(owner, ast.Name) or len(node.args) > 1 or node.keywords:
             raise ExpressionError(
-                "requires_grad_not_leaf", name=ast.unparse(node), text=_text(stmt)
+                "requires_grad_not_leaf", name=ast.unparse(node), text=statement_text(stmt)
             )
-        flag = _truth(node.args[0], _text(stmt)) if node.args else True
-        self.require_grad(owner.id, flag, _text(stmt))
+        flag = truth(node.args[0], statement_text(stmt)) if node.args else True
+        self.require_grad(owner.id, flag, statement_text(stmt))
 
     def show(self, args: list[ast.expr], keywords: list[ast.keyword], stmt: ast.Expr) -> None:
         used = set(self.used)
@@ -571,51 +414,13 @@ class _Builder:
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 items.append(arg.value)
             elif isinstance(arg, ast.JoinedStr):
-                raise ExpressionError("print_format", text=_text(stmt))
+                raise ExpressionError("print_format", text=statement_text(stmt))
             else:
                 items.append(self.expression(arg, readable=True))
         if any(k.arg not in ("sep", "end", "flush") for k in keywords):
-            raise ExpressionError("print_format", text=_text(stmt))
+            raise ExpressionError("print_format", text=statement_text(stmt))
         self.statements.append(Show(tuple(items), self.written(stmt)))
         self.used = used  # showing a tensor builds nothing on it
-
-    def hook(self, node: ast.Call, stmt: ast.stmt, handle: str) -> None:
-        """``y.register_hook(lambda g: g * 2)``: the body is an expression in its argument
-        (converted like any expression, never run), or ``print(g)``."""
-        text = self.written(stmt)
-        fn = node.args[0] if len(node.args) == 1 and not node.keywords else None
-        if isinstance(fn, ast.Name) and fn.id in self.functions:  # defined before, by name
-            self.registered.add(fn.id)
-            fn = self.functions[fn.id]
-        owner = _owner(node)
-        if owner is None or not isinstance(fn, ast.Lambda) or not _one_argument(fn.args):
-            raise ExpressionError("hook_form", text=text)
-        param = fn.args.args[0].arg
-        body: Node | None = None
-        if _is_print(fn.body):
-            assert isinstance(fn.body, ast.Call)
-            for arg in fn.body.args:
-                if not (_is_text(arg) or (isinstance(arg, ast.Name) and arg.id == param)):
-                    raise ExpressionError("hook_print", text=text, param=param)
-        else:
-            body = self.converter()(fn.body)
-            check_constants(body, self.limits)
-            for name in walk_names(body):
-                if name != param and name not in CONSTANTS:
-                    raise ExpressionError("hook_body", text=text, param=param, name=name)
-        target = self.leaf_of(owner)
-        if target in self.current.values():
-            self.used.add(target)
-        hook = Hook(target, param, body, ast.unparse(fn), handle, text)
-        self.hooked.add(target)
-        self.statements.append(hook)
-        if handle:
-            self.handles[handle] = hook
-
-    def unhook(self, node: ast.Call, stmt: ast.Expr) -> None:
-        handle = _owner(node)
-        assert handle is not None
-        self.statements.append(Unhook(handle, self.written(stmt)))
 
     def manual_seed(self, node: ast.Call) -> None:
         if len(node.args) != 1 or node.keywords:
@@ -627,15 +432,15 @@ class _Builder:
 
     def with_block(self, stmt: ast.With) -> None:
         if len(stmt.items) != 1 or stmt.items[0].optional_vars is not None:
-            raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
+            raise ExpressionError("with_not_allowed", text=statement_text(stmt).split("\n")[0])
         context = stmt.items[0].context_expr
         path = self.converter().path(context.func) if isinstance(context, ast.Call) else None
         block = GRAD_MODES.get(path or "")
         if block is None or context.args or context.keywords:  # type: ignore[union-attr]
-            raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
+            raise ExpressionError("with_not_allowed", text=statement_text(stmt).split("\n")[0])
         for inner in stmt.body:
             if not isinstance(inner, (ast.Assign, ast.AugAssign, ast.Expr, ast.Pass)):
-                raise ExpressionError("with_not_allowed", text=_text(stmt).split("\n")[0])
+                raise ExpressionError("with_not_allowed", text=statement_text(stmt).split("\n")[0])
             self.line(inner, last=False, no_grad=block)
 
     def constructor(self, node: ast.AST) -> bool:
@@ -671,7 +476,7 @@ class _Builder:
         if isinstance(root, Name) and any(s.name == root.id for s in self.steps):
             output = root.id
         else:
-            output = _fresh("out", set(self.taken) | set(variables))
+            output = fresh_name("out", set(self.taken) | set(variables))
         return Expression(
             self.text,
             root,
@@ -684,77 +489,6 @@ class _Builder:
             self.seed,
             active_hooks(self.statements),
         )
-
-    def name_last_bindings(self) -> None:
-        """A program that runs as a whole (not line by line) ends with each written name
-        on its last binding: ``y`` is the tensor ``y`` holds after the last line (as
-        PyTorch holds it), and an earlier binding takes ``y_1``, ``y_2``, ... (shown as
-        ``y``). An input, or a value the program defines, keeps its name."""
-        renames: dict[str, str] = {}
-        chosen: set[str] = set()
-        for written in dict.fromkeys(self.names.values()):
-            bindings = [n for n, w in self.names.items() if w == written]
-            if len(bindings) < 2 or bindings[-1] == written or written in self.free:
-                continue
-            if any(b in self.leaves for b in bindings) or self._in_leaf_source(bindings):
-                continue
-            earlier: list[str] = []
-            k = 0
-            for _ in bindings[:-1]:
-                k += 1
-                while (
-                    f"{written}_{k}" in self.idents
-                    or f"{written}_{k}" in chosen
-                    or (f"{written}_{k}" in self.taken and f"{written}_{k}" not in bindings)
-                ):
-                    k += 1
-                earlier.append(f"{written}_{k}")
-            chosen.update(earlier)
-            renames.update(zip(bindings, [*earlier, written], strict=True))
-        if renames:
-            self.apply_renames(renames)
-
-    def _in_leaf_source(self, names: list[str]) -> bool:
-        """Whether a constructor's text reads one of ``names`` (``len(y_2)``)."""
-        words = {w for leaf in self.leaves.values() for w in re.findall(r"\w+", leaf.source)}
-        return any(n in words for n in names)
-
-    def apply_renames(self, renames: dict[str, str]) -> None:
-        """Every step, reference and statement with its step renamed by ``renames``."""
-
-        def new(name: str) -> str:
-            base, dot, attr = name.partition(".")
-            return renames.get(base, base) + dot + attr
-
-        class _Renamed(Rebuild):
-            def name(self, found: Name) -> Node:
-                return Name(new(found.id)) if new(found.id) != found.id else found
-
-        rename = _Renamed()
-        changed: dict[int, Statement] = {}
-        for step in self.steps:
-            in_place = step.in_place
-            if in_place is not None:
-                live = tuple(new(n) for n in in_place.live)
-                in_place = InPlace(in_place.method, new(in_place.target), in_place.text, live)
-            changed[id(step)] = Step(new(step.name), rename(step.node), in_place)
-        statements: list[Statement] = []
-        for statement in self.statements:
-            if isinstance(statement, Step):
-                statement = changed[id(statement)]
-            elif isinstance(statement, Hook):
-                statement = dataclasses.replace(statement, target=new(statement.target))
-            elif isinstance(statement, Reset):
-                statement = dataclasses.replace(statement, name=new(statement.name))
-            statements.append(statement)
-        self.steps = [changed[id(s)] for s in self.steps]
-        self.statements = statements
-        if self.root is not None:
-            self.root = rename(self.root)
-        self.names = {new(n): w for n, w in self.names.items()}
-        self.taken = {new(n) for n in self.taken}
-        self.hooked = {new(n) for n in self.hooked}
-        self.current = {w: new(n) for w, n in self.current.items()}
 
     def output_root(self) -> Node:
         """Without a last bare expression: the last backward's target, else the last step."""
@@ -776,104 +510,6 @@ class _Builder:
                 isinstance(self.root, Name) and self.root.id == step.name
             ):
                 raise ExpressionError("step_unused", name=self.names.get(step.name, step.name))
-
-
-def active_hooks(statements: list[Statement] | tuple[Statement, ...]) -> tuple[Hook, ...]:
-    """The hooks registered and not removed by the end of ``statements``."""
-    active: list[Hook] = []
-    for statement in statements:
-        if isinstance(statement, Hook):
-            active.append(statement)
-        elif isinstance(statement, Unhook):
-            active = [h for h in active if h.handle != statement.handle]
-    return tuple(active)
-
-
-def _as_lambda(stmt: ast.FunctionDef) -> ast.Lambda | None:
-    """``def hook(g): return g * 2`` (or a body that prints ``g``) as the lambda it is;
-    None for any other function."""
-    if stmt.decorator_list or not _one_argument(stmt.args):
-        return None
-    param = stmt.args.args[0].arg
-    body = list(stmt.body)
-    if body and isinstance(body[0], ast.Expr) and _is_text(body[0].value):
-        body = body[1:]  # a docstring
-    if len(body) == 2 and isinstance(body[1], ast.Return):  # print(g), then return g or None
-        back = body[1].value
-        if back is None or _is_none(back) or (isinstance(back, ast.Name) and back.id == param):
-            body = body[:1]
-    if len(body) != 1 or not isinstance(body[0], ast.Return | ast.Expr):
-        return None
-    value = body[0].value
-    if value is None or (isinstance(body[0], ast.Expr) and not _is_print(value)):
-        return None
-    one = ast.arguments(
-        posonlyargs=[], args=[ast.arg(arg=param)], kwonlyargs=[], kw_defaults=[], defaults=[]
-    )
-    return ast.Lambda(args=one, body=value)
-
-
-def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _method(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return node.func.attr
-    return None
-
-
-def _owner(node: ast.Call) -> str | None:
-    """``y`` of ``y.method(...)``."""
-    func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        return func.value.id
-    return None
-
-
-def _one_argument(args: ast.arguments) -> bool:
-    plain = not (args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg)
-    return plain and len(args.args) == 1 and not args.defaults
-
-
-def _is_print(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "print"
-        and not node.keywords
-    )
-
-
-def _is_text(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
-
-
-def _fresh(name: str, taken: set[str]) -> str:
-    while name in taken:
-        name += "_"
-    return name
-
-
-def _text(stmt: ast.AST) -> str:
-    return ast.unparse(stmt).strip()
-
-
-def _none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _truth(node: ast.AST, text: str = "") -> bool:
-    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-        return node.value
-    raise ExpressionError("flag_value", text=text or ast.unparse(node))
-
-
-def _flag(node: ast.Call, name: str) -> bool:
-    for keyword in node.keywords:
-        if keyword.arg == name:
-            return _truth(keyword.value, ast.unparse(node))
-    return False
 
 
 def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()) -> Expression:
@@ -915,8 +551,3 @@ def caret_power(text: str) -> bool:
     except (tokenize.TokenError, SyntaxError):
         return "^" in text
     return any(t.type == tokenize.OP and t.string in ("^", "^=") for t in tokens)
-
-
-def used_names(node: Node) -> set[str]:
-    """Every name a subtree reads (steps and inputs)."""
-    return {n.id for n in walk(node) if isinstance(n, Name)}
