@@ -378,5 +378,3 @@ def loss(
         reduces=True,
         kind="loss",
     )
-
-

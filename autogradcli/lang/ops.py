@@ -286,5 +286,3 @@ def nll_shape(shapes: list[Shape], reduction: str = "mean", **_: Any) -> Shape:
     if len(x) not in (1, 2) or t != x[:-1]:
         raise ShapeError("class_target", input=list(x), target=list(t))
     return x[:-1] if reduction == "none" else ()
-
-
