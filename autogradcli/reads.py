@@ -39,12 +39,6 @@ def open_regular(path: str, cap: int, shown: str | None = None) -> BinaryIO:
         raise
 
 
-def read_bytes(path: str, cap: int, shown: str | None = None) -> bytes:
-    """The bytes of the regular file ``path``; more than ``cap`` (it grew) is refused."""
-    with open_regular(path, cap, shown) as handle:
-        return read_open(handle, cap, path if shown is None else shown)
-
-
 def read_open(stream: BinaryIO, cap: int, path: str = "-") -> bytes:
     """At most ``cap`` bytes of an open file or stream (standard input); more is refused."""
     data = _read_at_most(stream, cap + 1)
