@@ -21,7 +21,7 @@ import numpy as np
 from autogradcli.bind import Bound, Passes, bind, retained_names
 from autogradcli.errors import AutogradCliError, LimitError, VariableError
 from autogradcli.lang.analysis import calls, is_elementwise
-from autogradcli.lang.tree import Expression
+from autogradcli.lang.tree import Program
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.notes import Note
 from autogradcli.progress import loading, stage
@@ -319,8 +319,8 @@ def _differentiable(bound: Bound) -> Bound:
 
 
 __all__ = [
-    "Expression",
     "Note",
+    "Program",
     "backward_graph",
     "derivative",
     "grad",

@@ -14,7 +14,7 @@ from autogradcli.lang.analysis import class_targets
 from autogradcli.lang.parser import parse_expression
 from autogradcli.lang.program import caret_power
 from autogradcli.lang.shapes import Shape, infer_shape
-from autogradcli.lang.tree import Backward, Expression, Leaf, Name, Node, Show, Step, walk
+from autogradcli.lang.tree import Backward, Leaf, Name, Node, Program, Show, Step, walk
 from autogradcli.lang.values import Constructed, RandomSource, read_constructor, read_value
 from autogradcli.lang.vocabulary import CONSTANTS
 from autogradcli.notes import Note
@@ -26,7 +26,7 @@ class Bound:
     """A program with its inputs: arrays (float64, as given), every shape, the external
     gradient, what is differentiated, the settings, and the seed rand()/randn() used."""
 
-    program: Expression
+    program: Program
     arrays: dict[str, np.ndarray]
     shapes: dict[str, Shape]  # inputs and steps
     out_shape: Shape
@@ -47,7 +47,7 @@ class Bound:
 
 
 def bind(
-    expression: str | Expression,
+    expression: str | Program,
     values: Mapping[str, Any],
     settings: Settings,
     *,
@@ -61,7 +61,7 @@ def bind(
     program = expression
     if isinstance(expression, str):
         program = parse_expression(expression, limits, given=frozenset(values))
-    assert isinstance(program, Expression)
+    assert isinstance(program, Program)
     check_names(program, values, const)
     seed = _seed(program, settings)
     random = RandomSource(seed, settings.dtype)
@@ -97,7 +97,7 @@ class _Program:
     ``len(y)``), and infers every step's shape."""
 
     def __init__(
-        self, program: Expression, limits: Limits, random: RandomSource, shapes: dict[str, Shape]
+        self, program: Program, limits: Limits, random: RandomSource, shapes: dict[str, Shape]
     ) -> None:
         self.program, self.limits, self.random = program, limits, random
         self.shapes = dict(shapes)
@@ -143,7 +143,7 @@ class _Program:
         self.shapes[leaf.name] = made.array.shape
 
 
-def _seed(program: Expression, settings: Settings) -> int:
+def _seed(program: Program, settings: Settings) -> int:
     """The seed of rand()/randn(): torch.manual_seed(n) in the program, the settings', or drawn."""
     if program.seed is not None:
         if settings.seed is not None and settings.seed != program.seed:
@@ -165,13 +165,13 @@ def _dtype(made: dict[str, Constructed], settings: Settings) -> tuple[Settings, 
     return settings.but(dtype=dtype), [Note("program_dtype", {"dtype": dtype})]
 
 
-def _shadowed(program: Expression, values: Mapping[str, Any]) -> list[Note]:
+def _shadowed(program: Program, values: Mapping[str, Any]) -> list[Note]:
     """A value or an assignment named ``e`` or ``pi`` hides the constant: a note says so."""
     written = set(dict(program.names).values()) | set(values)
     return [Note("constant_shadowed", {"name": n}) for n in CONSTANTS if n in written]
 
 
-def check_names(program: Expression, values: Mapping[str, Any], const: Iterable[str] = ()) -> None:
+def check_names(program: Program, values: Mapping[str, Any], const: Iterable[str] = ()) -> None:
     """Every variable has a value; every value and ``const`` names a variable."""
     variables = [n for n in program.variables if program.leaf(n) is None]
     for name in [*values, *const]:
@@ -203,7 +203,7 @@ def _weights(
     return read_value(spec, limits, random)
 
 
-def named_tensors(program: Expression) -> list[tuple[str, str, Node | None]]:
+def named_tensors(program: Program) -> list[tuple[str, str, Node | None]]:
     """(name, kind, node) of every named tensor: inputs, steps, then the output. A step
     a later line changes in place (``y`` before ``y.add_(1)``) is that line's tensor, not one
     of its own, and is left out."""

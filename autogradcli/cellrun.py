@@ -15,7 +15,7 @@ from autogradcli.check.cell import Ledger, backwards, needed, requires_grad
 from autogradcli.errors import AutogradCliError
 from autogradcli.lang.program import active_hooks
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Backward, Expression, Name, Node, Rebuild, Reset, Show
+from autogradcli.lang.tree import Backward, Name, Node, Program, Rebuild, Reset, Show
 from autogradcli.notes import Note
 from autogradcli.pipeline import GradRequest, run_grad, steps_of
 from autogradcli.policy.compare import compare
@@ -102,7 +102,7 @@ def _one_backward(bound: Bound, statement: Backward, event: TorchEvent) -> Bound
     at = next(i for i, s in enumerate(program.statements) if s is statement)
     names = {*variables, *kept}
     hooks = tuple(h for h in active_hooks(program.statements[:at]) if h.target in names)
-    sub = Expression(
+    sub = Program(
         text=statement.text,
         root=statement.target,
         variables=variables,
@@ -131,7 +131,7 @@ def _names(node: Node) -> list[str]:
     return list(walk_names(node))
 
 
-def _output_name(program: Expression, target: Node) -> str:
+def _output_name(program: Program, target: Node) -> str:
     if isinstance(target, Name):
         return program.shown(target.id)
     return unparse(target)
@@ -172,7 +172,7 @@ def _shown(
     inputs = tuple(
         dict.fromkeys([n for s in kept for n in _names(steps[s]) if n in values] + list(inputs))
     )
-    sub = Expression(
+    sub = Program(
         text=unparse(item),
         root=rebuilt,
         variables=inputs,

@@ -77,7 +77,8 @@ def test_check_reports_each_bad_case_by_line_and_runs_the_rest(cases, tmp_path):
     }
     assert each[2]["error"] == "variable 'x' needs a value, e.g. --x 2 (or --var x=2)"
     assert each[4]["error"] == (
-        "a line starts with a command (grad, jacobian, jvp, hessian, graph, plot), not 'bogus', e.g. "
+        "a line starts with a command (grad, jacobian, jvp, hessian, graph, plot), not "
+        "'bogus', e.g. "
         'grad "x**3" --x 2'
     )
     assert each[5]["error"] == (
@@ -211,7 +212,8 @@ def test_shell_a_bad_line_is_one_error_and_nothing_is_lost(capsys):
     assert code == 2 and shell.bound == {"x": "2"}
     errors = captured.err.splitlines()
     assert errors[0] == (
-        "Error: a line starts with a command (grad, jacobian, jvp, hessian, graph, plot), not 'bogus', e.g. "
+        "Error: a line starts with a command (grad, jacobian, jvp, hessian, graph, plot), "
+        "not 'bogus', e.g. "
         'grad "x**3" --x 2'
     )
     assert errors[1].startswith("Error: cannot read the value 'foo('")

@@ -15,7 +15,7 @@ import numpy as np
 
 from autogradcli.errors import AutogradCliError
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Expression, Name, Node, Num, operands, walk
+from autogradcli.lang.tree import Binary, Call, Name, Node, Num, Program, operands, walk
 from autogradcli.policy.compare import Comparison
 from autogradcli.policy.verdict import MAX_RELATIVE, UNIT_ROUNDOFF, Cause
 
@@ -32,7 +32,7 @@ def largest(dtype: str) -> float:
 
 
 def forward_cause(
-    expression: Expression, trace: Any, model: Any, seen: dict[str, np.ndarray], dtype: str
+    expression: Program, trace: Any, model: Any, seen: dict[str, np.ndarray], dtype: str
 ) -> Cause | None:
     """The first operation of the forward pass whose ``dtype`` value is wrong (overflow,
     precision loss, NaN where the math is defined) while its operands are right."""
@@ -100,7 +100,7 @@ def _cause(
     actual: np.ndarray,
     exact: np.ndarray,
     huge: np.ndarray,
-    expression: Expression,
+    expression: Program,
     trace: Any,
     model: Any,
     seen: dict[str, np.ndarray],
@@ -151,7 +151,7 @@ def _off(value: float, exact: float, dtype: str) -> bool:
 
 def _float64_value(
     node: Node,
-    expression: Expression,
+    expression: Program,
     trace: Any,
     seen: dict[str, np.ndarray],
     dtype: str,
@@ -214,7 +214,7 @@ def _rounded_operand(
     return None
 
 
-def _fed_to(node: Node, expression: Expression) -> str | None:
+def _fed_to(node: Node, expression: Program) -> str | None:
     """What the wrong value flows into next: log, sqrt or a division."""
     name = next((s.name for s in expression.steps if s.node is node), None)
 

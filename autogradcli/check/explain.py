@@ -22,7 +22,7 @@ import torch
 from autogradcli.lang.analysis import is_full_reduction
 from autogradcli.lang.shapes import infer_shape
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Expression, Index, Name, Node, Num, cut, operands
+from autogradcli.lang.tree import Binary, Call, Index, Name, Node, Num, Program, cut, operands
 from autogradcli.lang.vocabulary import CONSTANTS, OPS
 from autogradcli.policy.compare import compare
 from autogradcli.reference import Model
@@ -219,7 +219,7 @@ class _Node:
         tensors = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
         shapes = {names[k]: tuple(values[k].shape) for k in tensors}
         numbers = {names[k]: self.model.value(inputs[k], session.seen) for k in tensors}
-        piece = Expression(unparse(local), local, tuple(names[k] for k in tensors))
+        piece = Program(unparse(local), local, tuple(names[k] for k in tensors))
         constants = known(piece, shapes, numbers)
         sub = ComponentModel(piece, shapes, session.bound.limits, constants=constants)
         e = sub.evaluate(numbers, want, frozenset(names[k] for k in tensors))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from autogradcli.bind import named_tensors
-from autogradcli.lang.tree import Call, Expression, Leaf, Node, cut
+from autogradcli.lang.tree import Call, Leaf, Node, Program, cut
 from autogradcli.messages import GRAD_NONE_MADE_BY
 from autogradcli.policy.compare import compare
 from autogradcli.reference import Model
@@ -77,7 +77,7 @@ def inspect_tensors(
     return tuple(rows)
 
 
-def shown_names(program: Expression) -> dict[str, str]:
+def shown_names(program: Program) -> dict[str, str]:
     """Each step's name as the user sees it: the name written (``y`` for the tensor ``y``
     holds after the last line), and for an earlier binding that is a tensor of its own
     (``y = x*2; y = y*2``) the name and its line, ``y (line 1)``."""

@@ -14,11 +14,11 @@ from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import (
     Binary,
     Call,
-    Expression,
     Index,
     Name,
     Node,
     Num,
+    Program,
     Step,
     Unary,
     call,
@@ -113,7 +113,7 @@ def _rewrite(node: Node, done: list[tuple[str, str]]) -> Node:
     return node
 
 
-def rewrite(expression: Expression) -> tuple[str, list[tuple[str, str]]]:
+def rewrite(expression: Program) -> tuple[str, list[tuple[str, str]]]:
     """The expression's text with every known unstable pattern in its stable form, and the
     (pattern, replacement) pairs; no pairs when nothing matched."""
     done: list[tuple[str, str]] = []
@@ -122,7 +122,7 @@ def rewrite(expression: Expression) -> tuple[str, list[tuple[str, str]]]:
     return text_of(replace(expression, steps=steps, root=root)), done
 
 
-def text_of(expression: Expression) -> str:
+def text_of(expression: Program) -> str:
     """Program text for an expression tree: its steps, then the output."""
     lines = [f"{s.name} = {unparse(s.node)}" for s in expression.steps]
     last = expression.steps[-1].name if expression.steps else None

@@ -11,13 +11,13 @@ from autogradcli.lang.tree import (
     PY_UNARY,
     Binary,
     Call,
-    Expression,
     Fold,
     Index,
     Name,
     Node,
     Num,
     NumberValue,
+    Program,
     Unary,
     walk,
 )
@@ -126,18 +126,18 @@ class _Elementwise(Fold[bool]):
         return False
 
 
-def is_elementwise(expression: Expression) -> bool:
+def is_elementwise(expression: Program) -> bool:
     """Only elementwise operations and full sum/mean (no dims, products or matrix algebra)."""
     fold = _Elementwise()
     return all(fold(root) for root in expression.roots())
 
 
-def calls(expression: Expression) -> set[str]:
+def calls(expression: Program) -> set[str]:
     """The functions an expression calls."""
     return {n.func for root in expression.roots() for n in walk(root) if isinstance(n, Call)}
 
 
-def has_kink(expression: Expression) -> bool:
+def has_kink(expression: Program) -> bool:
     """Whether the expression calls a function with a kink (vocabulary.KINKED)."""
     return bool(calls(expression) & KINKED)
 
@@ -217,9 +217,7 @@ class _Rounding(Fold[int]):
         return math.prod(shape[d] for d in dims)
 
 
-def rounding_steps(
-    expression: Expression, shapes: dict[str, tuple[int, ...]], limits: Limits
-) -> int:
+def rounding_steps(expression: Program, shapes: dict[str, tuple[int, ...]], limits: Limits) -> int:
     """Rounded operations behind one number of the result (see ``verdict``), counted over
     the operations whose value reaches the output: three per operation (forward, local
     derivative, product); ceil(log2 n) more for each sum of n numbers (reductions, matrix
@@ -239,7 +237,7 @@ def rounding_steps(
     return steps + reduction_steps(spread)
 
 
-def class_targets(expression: Expression, shapes: dict[str, tuple[int, ...]]) -> set[str]:
+def class_targets(expression: Program, shapes: dict[str, tuple[int, ...]]) -> set[str]:
     """Inputs used as class indices (the target of nll_loss, or of cross_entropy when it
     has one dim fewer than the input): integers in PyTorch, so they take no gradient."""
     found = set()

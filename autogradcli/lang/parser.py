@@ -8,13 +8,13 @@ text: ``ast.parse`` only builds a syntax tree.
 from __future__ import annotations
 
 from autogradcli.lang.program import parse_program
-from autogradcli.lang.tree import Expression
+from autogradcli.lang.tree import Program
 from autogradcli.settings import Limits
 
 
 def parse_expression(
     text: str, limits: Limits | None = None, given: frozenset[str] = frozenset()
-) -> Expression:
+) -> Program:
     """Parse an expression, a program of named steps, or a notebook cell (program.py).
 
     ``given`` names that have values (so ``pi``/``e`` become variables).

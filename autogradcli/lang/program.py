@@ -38,13 +38,13 @@ from autogradcli.lang.syntax import (
 from autogradcli.lang.tree import (
     Backward,
     Call,
-    Expression,
     Hook,
     InPlace,
     Leaf,
     Name,
     Node,
     Num,
+    Program,
     Rebuild,
     Reset,
     Show,
@@ -454,7 +454,7 @@ class _Builder(InPlaceLines, HookLines, Renames):
 
     # --- the whole -----------------------------------------------------------------------
 
-    def build(self, module: ast.Module) -> Expression:
+    def build(self, module: ast.Module) -> Program:
         self.idents = {n.id for n in ast.walk(module) if isinstance(n, ast.Name)}
         body = module.body
         for index, stmt in enumerate(body):
@@ -477,7 +477,7 @@ class _Builder(InPlaceLines, HookLines, Renames):
             output = root.id
         else:
             output = fresh_name("out", set(self.taken) | set(variables))
-        return Expression(
+        return Program(
             self.text,
             root,
             variables,
@@ -512,7 +512,7 @@ class _Builder(InPlaceLines, HookLines, Renames):
                 raise ExpressionError("step_unused", name=self.names.get(step.name, step.name))
 
 
-def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()) -> Expression:
+def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()) -> Program:
     """Parse an expression, a program of named steps, or a notebook cell. A cell (it calls
     backward() or print(...)) is PyTorch code and means what Python means: ``^`` is
     bitwise xor, ``np.f``/``math.f`` of a tensor do what NumPy and ``math`` do. In an
@@ -524,7 +524,7 @@ def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()
     return program
 
 
-def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Expression:
+def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Program:
     module = module_of(text, limits, caret_power=not cell)
     return _Builder(text, limits, given, cell=cell).build(module)
 

@@ -7,7 +7,7 @@ import math
 from autogradcli.errors import LimitError, ShapeError
 from autogradcli.lang import ops
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Expression, Fold, Index, Name, Node, Num, Unary
+from autogradcli.lang.tree import Binary, Call, Fold, Index, Name, Node, Num, Program, Unary
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.settings import Limits
 
@@ -109,7 +109,7 @@ def infer_shape(node: Node, shapes: dict[str, Shape], limits: Limits) -> Shape:
 
 
 def program_shapes(
-    expression: Expression, shapes: dict[str, Shape], limits: Limits
+    expression: Program, shapes: dict[str, Shape], limits: Limits
 ) -> dict[str, Shape]:
     """The input shapes plus the shape of every step, in program order."""
     shapes = dict(shapes)

@@ -218,7 +218,7 @@ Statement = Step | Leaf | Backward | Reset | Show | Hook | Unhook
 
 
 @dataclass(frozen=True)
-class Expression:
+class Program:
     """A parsed expression, program or notebook cell.
 
     ``steps`` are the program's assignments in order (none for a plain expression; a name
@@ -391,7 +391,7 @@ class Rebuild(Fold[Node]):
         same = all(a is b for a, b in zip(children, operands(old), strict=True))
         return old if same else new
 
-    def program(self, expression: Expression, **changes: object) -> Expression:
+    def program(self, expression: Program, **changes: object) -> Program:
         """The whole program rebuilt: every step and the output."""
         steps = tuple(Step(s.name, self.visit(s.node), s.in_place) for s in expression.steps)
         fields = {
@@ -402,7 +402,7 @@ class Rebuild(Fold[Node]):
             "output": expression.output,
             **changes,
         }
-        return Expression(**fields)  # type: ignore[arg-type]
+        return Program(**fields)  # type: ignore[arg-type]
 
 
 class _Cut(Rebuild):
@@ -414,7 +414,7 @@ class _Cut(Rebuild):
         return Name(self.new_name) if node is self.target else super().visit(node)
 
 
-def cut(expression: Expression, target: Node, name: str) -> Expression:
+def cut(expression: Program, target: Node, name: str) -> Program:
     """``expression`` with the subtree ``target`` (found by identity) replaced by a new
     input ``name``: the derivative with respect to ``name`` is the derivative with
     respect to that intermediate tensor."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from autogradcli.lang.analysis import class_targets, has_kink, is_elementwise
 from autogradcli.lang.shapes import Shape
-from autogradcli.lang.tree import Expression, Node
+from autogradcli.lang.tree import Node, Program
 from autogradcli.notes import Note
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.numeric import Extrapolated
@@ -29,7 +29,7 @@ class Model(Protocol):
     """What every reference offers. ``by`` names it ("SymPy" or "numeric")."""
 
     by: str
-    expression: Expression
+    expression: Program
 
     def evaluate(
         self,
@@ -49,7 +49,7 @@ class Model(Protocol):
 
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None: ...
 
-    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> Model: ...
+    def for_program(self, expression: Program, shapes: dict[str, Shape]) -> Model: ...
 
 
 def exact_or_none(limits: Limits, notes: list[Note], work: Callable[[], T]) -> T | None:
@@ -72,7 +72,7 @@ def exact_or_none(limits: Limits, notes: list[Note], work: Callable[[], T]) -> T
 
 
 def sympy_model(
-    expression: Expression,
+    expression: Program,
     shapes: dict[str, Shape],
     limits: Limits,
     values: dict[str, np.ndarray] | None = None,
@@ -88,7 +88,7 @@ def sympy_model(
 
 
 def known(
-    expression: Expression, shapes: dict[str, Shape], values: dict[str, np.ndarray] | None
+    expression: Program, shapes: dict[str, Shape], values: dict[str, np.ndarray] | None
 ) -> dict[str, np.ndarray]:
     """The class indices among ``values``: the component-wise model picks by them."""
     if not values:
@@ -199,7 +199,7 @@ class NumericModel:
 
     def __init__(
         self,
-        expression: Expression,
+        expression: Program,
         shapes: dict[str, Shape],
         limits: Limits,
         bounds: bool = False,
@@ -289,7 +289,7 @@ class NumericModel:
     ) -> tuple[np.ndarray, np.ndarray]:
         from autogradcli.torchside.build import forward_numpy
 
-        part = Expression("", node, self.expression.variables, self.expression.steps)
+        part = Program("", node, self.expression.variables, self.expression.steps)
         out = forward_numpy(part, values)
         return out, np.zeros(out.shape, dtype=bool)
 
@@ -299,7 +299,7 @@ class NumericModel:
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
         return None
 
-    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> NumericModel:
+    def for_program(self, expression: Program, shapes: dict[str, Shape]) -> NumericModel:
         return NumericModel(expression, shapes, self.limits, self.bounds, self.precise)
 
 

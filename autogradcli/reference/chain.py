@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Call, Expression, Name, Node, direct_inputs, operands
+from autogradcli.lang.tree import Call, Name, Node, Program, direct_inputs, operands
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.reference import Model
 from autogradcli.reference.elementwise import SymbolicModel
@@ -35,7 +35,7 @@ def model_chain(model: Model, name: str, latex: bool = False) -> str | None:
 
 
 def chain_rule(
-    expression: Expression,
+    expression: Program,
     shapes: dict[str, Shape],
     name: str,
     limits: Limits | None = None,
@@ -59,7 +59,7 @@ def chain_rule(
         if (unit, wrt) not in local:
             node = units[unit]
             inputs = tuple(n for n in direct_inputs(node) if n in all_shapes)
-            step = Expression(unparse(node), node, inputs)
+            step = Program(unparse(node), node, inputs)
             model = SymbolicModel(step, {n: all_shapes[n] for n in inputs}, limits)
             text = model.derivative_latex(wrt) if latex else model.derivative_text(wrt)
             local[(unit, wrt)] = str(text)

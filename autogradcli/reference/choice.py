@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from autogradcli.lang.shapes import Shape
-from autogradcli.lang.tree import Expression
+from autogradcli.lang.tree import Program
 from autogradcli.notes import Note
 from autogradcli.reference import Model, NumericModel, Reference, exact_or_none, sympy_model
 from autogradcli.reference.expected import Expected
@@ -15,7 +15,7 @@ from autogradcli.settings import Limits
 
 
 def choose(
-    expression: Expression,
+    expression: Program,
     shapes: dict[str, Shape],
     limits: Limits,
     seen: dict[str, np.ndarray],

@@ -25,12 +25,12 @@ from autogradcli.lang.tree import (
     PY_UNARY,
     Binary,
     Call,
-    Expression,
     Fold,
     Index,
     Name,
     Node,
     Num,
+    Program,
     Unary,
 )
 from autogradcli.lang.vocabulary import CONSTANTS, OPS, arguments, definition, kink_codes
@@ -142,7 +142,7 @@ class ComponentModel:
 
     def __init__(
         self,
-        expression: Expression,
+        expression: Program,
         shapes: dict[str, Shape],
         limits: Limits | None = None,
         max_entries: int = MAX_EXACT_ENTRIES,
@@ -179,7 +179,7 @@ class ComponentModel:
         """The object array of SymPy terms for a subtree."""
         return self._terms(node)
 
-    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> ComponentModel:
+    def for_program(self, expression: Program, shapes: dict[str, Shape]) -> ComponentModel:
         """The same kind of model for another program (a cut of this one)."""
         constants = {n: v for n, v in self.given.items() if n in expression.variables}
         return ComponentModel(expression, shapes, self.limits, constants=constants)

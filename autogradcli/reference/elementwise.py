@@ -21,7 +21,7 @@ import sympy as sp
 from autogradcli.lang.analysis import calls, is_full_reduction
 from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Call, Expression, Name, Node
+from autogradcli.lang.tree import Call, Name, Node, Program
 from autogradcli.lang.vocabulary import CONSTANTS, OPS, broadcast_all, kink_codes
 from autogradcli.reference.bounds import reference
 from autogradcli.reference.evaluate import Arith, close_floats, evaluate
@@ -104,7 +104,7 @@ class SymbolicModel:
     by = "SymPy"
 
     def __init__(
-        self, expression: Expression, shapes: dict[str, Shape], limits: Limits | None = None
+        self, expression: Program, shapes: dict[str, Shape], limits: Limits | None = None
     ) -> None:
         self.limits = limits or Limits()
         self.expression = expression
@@ -130,7 +130,7 @@ class SymbolicModel:
             self._paths[name] = path_calls(self.expression, name)
         return self._paths[name]
 
-    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> SymbolicModel:
+    def for_program(self, expression: Program, shapes: dict[str, Shape]) -> SymbolicModel:
         """The same kind of model for another program (a cut of this one)."""
         return SymbolicModel(expression, shapes, self.limits)
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from autogradcli.lang.shapes import Shape, program_shapes
-from autogradcli.lang.tree import Expression, Hook, Name, Node
+from autogradcli.lang.tree import Hook, Name, Node, Program
 from autogradcli.reference import Model, NumericModel, sympy_model
 from autogradcli.reference.expected import Expected
 from autogradcli.settings import Limits
@@ -50,7 +50,7 @@ class HookedModel:
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
         return self.base.derivative_latex(name, weights_are_ones)
 
-    def for_program(self, expression: Expression, shapes: dict[str, Shape]) -> Model:
+    def for_program(self, expression: Program, shapes: dict[str, Shape]) -> Model:
         names = {*expression.variables, *(s.name for s in expression.steps)}
         kept = tuple(h for h in self.expression.hooks if h.target in names)
         base = self.base.for_program(replace(expression, hooks=kept), shapes)
@@ -111,7 +111,7 @@ class HookedModel:
         as inputs of their own."""
         program = self.expression
         steps = tuple(s for s in program.steps[:before] if s.name not in cuts)
-        piece = Expression(program.text, root, (*program.variables, *cuts), steps)
+        piece = Program(program.text, root, (*program.variables, *cuts), steps)
         shapes = program_shapes(program, self.shapes, self.limits)
         inputs = {n: shapes[n] for n in piece.variables}
         return self.base.for_program(piece, inputs)
@@ -129,7 +129,7 @@ class HookedModel:
 
     def _apply(self, hook: Hook, grad: np.ndarray) -> np.ndarray:
         assert hook.body is not None
-        body = Expression(hook.text, hook.body, (hook.param,))
+        body = Program(hook.text, hook.body, (hook.param,))
         shapes = {hook.param: tuple(np.shape(grad))}
         if self.by == "SymPy":
             model: Model = sympy_model(body, shapes, self.limits, {hook.param: grad})

@@ -15,12 +15,12 @@ from autogradcli.lang.tree import (
     COMPARISONS,
     Binary,
     Call,
-    Expression,
     Fold,
     Index,
     Name,
     Node,
     Num,
+    Program,
     Unary,
     walk,
     walk_names,
@@ -176,7 +176,7 @@ def find_kinks(
     return mask, notes
 
 
-def path_calls(expression: Expression, name: str) -> set[str]:
+def path_calls(expression: Program, name: str) -> set[str]:
     """The functions on a path from input ``name`` to the output: the calls whose subtree
     uses ``name``, directly or through the program's steps (the kinks a note on ``name``
     may name)."""

@@ -22,12 +22,12 @@ from autogradcli.lang.tree import (
     PY_UNARY,
     Binary,
     Call,
-    Expression,
     Fold,
     Index,
     Name,
     Node,
     Num,
+    Program,
     Step,
     Unary,
     operands,
@@ -138,7 +138,7 @@ class _Forward(Fold[Any]):
     def index(self, node: Index, value: Any) -> Any:
         return self.tensor(value)[node.python()]
 
-    def step(self, step: Step, expression: Expression) -> torch.Tensor:
+    def step(self, step: Step, expression: Program) -> torch.Tensor:
         """Compute one step; an in-place one changes its target's tensor, as PyTorch does."""
         if step.in_place is None:
             result = self.tensor(self(step.node))
@@ -147,7 +147,7 @@ class _Forward(Fold[Any]):
         self.steps[step.name] = result
         return result
 
-    def in_place(self, step: Step, expression: Expression) -> torch.Tensor:
+    def in_place(self, step: Step, expression: Program) -> torch.Tensor:
         change = step.in_place
         assert change is not None
         node, mode = _unwrap(step.node)
@@ -201,7 +201,7 @@ class _Forward(Fold[Any]):
 
 
 def forward(
-    expression: Expression,
+    expression: Program,
     env: dict[str, torch.Tensor],
     dtype: torch.dtype,
     device: torch.device,
@@ -221,7 +221,7 @@ class Stepper:
 
     def __init__(
         self,
-        expression: Expression,
+        expression: Program,
         env: dict[str, torch.Tensor],
         dtype: torch.dtype,
         device: torch.device,
@@ -302,7 +302,7 @@ def evaluate(
 
 
 def forward_numpy(
-    expression: Expression,
+    expression: Program,
     values: dict[str, np.ndarray],
     pinned: dict[int, torch.Tensor] | None = None,
 ) -> np.ndarray:
@@ -312,9 +312,7 @@ def forward_numpy(
         return to_numpy(forward(expression, env, torch.float64, torch.device("cpu"), pinned).out)
 
 
-def detached_values(
-    expression: Expression, values: dict[str, np.ndarray]
-) -> dict[int, torch.Tensor]:
+def detached_values(expression: Program, values: dict[str, np.ndarray]) -> dict[int, torch.Tensor]:
     """The value of each ``detach(...)`` at ``values`` (by node): what central differences
     hold fixed, as PyTorch's graph does."""
     nodes = [n for root in expression.roots() for n in walk(root) if _detaches(n)]
@@ -326,13 +324,13 @@ def detached_values(
     return {id(n): trace.values[id(n)] for n in nodes if id(n) in trace.values}
 
 
-def changed_leaves(expression: Expression) -> set[str]:
+def changed_leaves(expression: Program) -> set[str]:
     """The inputs a line changes in place (a constant's ``c.add_(1)``)."""
     changed = {s.in_place.target for s in expression.steps if s.in_place is not None}
     return changed & set(expression.variables)
 
 
-def _tensor(value: np.ndarray, expression: Expression) -> torch.Tensor:
+def _tensor(value: np.ndarray, expression: Program) -> torch.Tensor:
     """A float64 tensor of ``value``: its memory when no line changes a tensor in place,
     else a copy (the caller's array stays as it was)."""
     if any(s.in_place is not None for s in expression.steps):

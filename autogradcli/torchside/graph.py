@@ -15,12 +15,12 @@ from torch.autograd.graph import get_gradient_edge
 
 from autogradcli.errors import ComputationError
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Expression, Name, Node, Rebuild, Step
+from autogradcli.lang.tree import Name, Node, Program, Rebuild, Step
 from autogradcli.results import Freed, Graph, GraphNode, Saved
 from autogradcli.torchside.build import Trace
 
 
-def label_of(node: Node, expression: Expression) -> str:
+def label_of(node: Node, expression: Program) -> str:
     """How a tree node is named: a step's or input's name as written, else its text (with
     the names as written: ``y`` for an earlier binding ``y_1`` of ``y``)."""
     return unparse(_Written(expression)(node))
@@ -29,7 +29,7 @@ def label_of(node: Node, expression: Expression) -> str:
 class _Written(Rebuild):
     """A tree with each step's name as the program writes it."""
 
-    def __init__(self, expression: Expression) -> None:
+    def __init__(self, expression: Program) -> None:
         self.expression = expression
 
     def name(self, node: Name) -> Node:
@@ -38,7 +38,7 @@ class _Written(Rebuild):
         return node if shown == base else Name(shown + dot + attr)
 
 
-def _line_of(step: Step, expression: Expression) -> str:
+def _line_of(step: Step, expression: Program) -> str:
     """A step as its line writes it: ``y += 1`` for one in place, else ``y = text``."""
     if step.in_place is not None:
         return step.in_place.text
@@ -54,7 +54,7 @@ class Owner:
     grad_fn: Any  # held so that id(grad_fn) stays unique while the table lives
 
 
-def owners(expression: Expression, trace: Trace) -> dict[int, Owner]:
+def owners(expression: Program, trace: Trace) -> dict[int, Owner]:
     """``id(grad_fn)`` -> its ``Owner``, for every tensor of the run.
 
     The innermost operation wins (``+y`` is ``y`` itself); a step's tensor is labelled
@@ -91,7 +91,7 @@ def owners(expression: Expression, trace: Trace) -> dict[int, Owner]:
     return found
 
 
-def _changed_in_place(expression: Expression, trace: Trace, found: dict[int, Owner]) -> None:
+def _changed_in_place(expression: Program, trace: Trace, found: dict[int, Owner]) -> None:
     """Own the nodes of a tensor's earlier versions: ``y = x*2; y += 1`` leaves one tensor
     whose grad_fn is AddBackward0 (``y += 1``); its first input is the MulBackward0 that
     ``y = x*2`` made, labelled with that line (PyTorch's node, found through the graph)."""
@@ -179,7 +179,7 @@ def free_and_read(out: torch.Tensor, held: list[Any], nodes: list[Any]) -> Freed
 
 
 def build_graph(
-    expression: Expression,
+    expression: Program,
     trace: Trace,
     leaves: dict[str, torch.Tensor],
     seed: int | None = None,
