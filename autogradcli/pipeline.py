@@ -233,23 +233,27 @@ def _written(bound: Bound, notes: list[Note], what: str, work: Callable[[], Any]
         return None
 
 
+@dataclass(frozen=True)
+class Derived:
+    """What a derivative command found, before the verdict policy settles its blocks."""
+
+    kind: str
+    blocks: tuple[Block, ...]
+    notes: list[Note]
+    exact: bool  # SymPy's reference (else the numeric one, or none)
+    rows: tuple[JacobianRow, ...] = ()
+    derivatives: dict[str, str] = field(default_factory=dict)
+    latex: dict[str, str] = field(default_factory=dict)
+    tangents: dict[str, np.ndarray] = field(default_factory=dict)
+
+
 def _derivative_result(
-    bound: Bound,
-    session: Session,
-    kind: str,
-    blocks: tuple[Block, ...],
-    notes: list[Note],
-    exact: bool,
-    rows: tuple[JacobianRow, ...] = (),
-    derivatives: dict[str, str] | None = None,
-    diagnose: Any = None,
-    rerun: Any = None,
-    latex: dict[str, str] | None = None,
-    tangents: dict[str, np.ndarray] | None = None,
+    bound: Bound, session: Session, found: Derived, diagnose: Any, rerun: Any
 ) -> DerivativeResult:
     """The blocks settled by the verdict policy, in a result."""
     settings = bound.settings
     relative = _relative(bound)
+    blocks, notes, exact = found.blocks, found.notes, found.exact
     unchecked = any(b.reference_verdict == UNCHECKED for b in blocks)
     finite = all(bool(np.all(np.isfinite(v))) for v in session.seen.values())
     blocks = settle_blocks(blocks, settings.dtype, relative, rerun, diagnose, finite)
@@ -257,7 +261,7 @@ def _derivative_result(
     if not exact:
         rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol)
     return DerivativeResult(
-        kind=kind,
+        kind=found.kind,
         expression=bound.program.text,
         device=str(session.device),
         dtype=settings.dtype,
@@ -266,15 +270,15 @@ def _derivative_result(
         output_shape=list(bound.out_shape),
         values=session.seen,
         blocks=blocks,
-        rows=rows,
+        rows=found.rows,
         notes=tuple(dict.fromkeys([*bound.notes, *notes, *block_notes(blocks)])),
         expected_by="SymPy" if exact else "none" if unchecked else "numeric",
-        derivatives=derivatives or {},
-        latex=latex or {},
+        derivatives=found.derivatives,
+        latex=found.latex,
         rounding_bound=relative,
         strict=settings.strict,
         seed=bound.seed,
-        tangents=tangents or {},
+        tangents=found.tangents,
     )
 
 
@@ -386,18 +390,16 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
     if model is not None:
         written = _written(bound, notes, "the LaTeX", lambda: _latex_of(model, bound.names))
         latex = written or {}
-    return _derivative_result(
-        bound,
-        session,
+    derived = Derived(
         "jacobian",
         blocks,
         notes,
         model is not None,
         latex={n: t for n, t in latex.items() if t is not None},
         rows=rows if keep_rows else (),
-        diagnose=_diagnosis(bound, session, model),
-        rerun=_float64(bound, lambda b: run_jacobian(b, False)),
     )
+    rerun = _float64(bound, lambda b: run_jacobian(b, False))
+    return _derivative_result(bound, session, derived, _diagnosis(bound, session, model), rerun)
 
 
 def _with_sides(model: Any, seen: dict[str, np.ndarray], name: str) -> tuple[Any, ...]:
@@ -438,19 +440,12 @@ def run_hessian(bound: Bound) -> DerivativeResult:
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
     blocks = _blocks(bound, found, cross, model, values, numbers)
-    return _derivative_result(
-        bound,
-        session,
-        "hessian",
-        blocks,
-        notes,
-        model is not None,
-        latex={}
-        if model is None
-        else _written(bound, notes, "the LaTeX", lambda: hessian_latex(model, found)) or {},
-        diagnose=_diagnosis(bound, session, model),
-        rerun=_float64(bound, run_hessian),
-    )
+    latex = {}
+    if model is not None:
+        latex = _written(bound, notes, "the LaTeX", lambda: hessian_latex(model, found)) or {}
+    derived = Derived("hessian", blocks, notes, model is not None, latex=latex)
+    diagnose = _diagnosis(bound, session, model)
+    return _derivative_result(bound, session, derived, diagnose, _float64(bound, run_hessian))
 
 
 def _latex_of(model: Any, names: Iterable[str]) -> dict[str, str | None]:
@@ -495,18 +490,16 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
             block = unchecked_block(n, autograd, None, bound.settings, numeric=numbers)
             notes.append(Note("order_unchecked", {"name": n, "order": order}))
         blocks.append(block)
-    return _derivative_result(
-        bound,
-        session,
+    derived = Derived(
         f"order {order}",
         tuple(blocks),
         notes,
         model is not None,
         derivatives={n: e.text for n, e in exact.items()},
         latex={n: e.latex for n, e in exact.items()},
-        diagnose=_diagnosis(bound, session, model),
-        rerun=_float64(bound, lambda b: run_derivative(b, order)),
     )
+    rerun = _float64(bound, lambda b: run_derivative(b, order))
+    return _derivative_result(bound, session, derived, _diagnosis(bound, session, model), rerun)
 
 
 def _along(jacobian: np.ndarray, tangent: np.ndarray) -> np.ndarray:
@@ -546,14 +539,6 @@ def run_jvp(bound: Bound, tangents: dict[str, np.ndarray]) -> DerivativeResult:
 
     model, values, numbers = _exact_or_numeric(bound, notes, exact, numeric)
     blocks = _blocks(bound, found, cross, model, values, numbers)
-    return _derivative_result(
-        bound,
-        session,
-        "jvp",
-        blocks,
-        notes,
-        model is not None,
-        tangents=tangents,
-        diagnose=_diagnosis(bound, session, model),
-        rerun=_float64(bound, lambda b: run_jvp(b, tangents)),
-    )
+    derived = Derived("jvp", blocks, notes, model is not None, tangents=tangents)
+    rerun = _float64(bound, lambda b: run_jvp(b, tangents))
+    return _derivative_result(bound, session, derived, _diagnosis(bound, session, model), rerun)
