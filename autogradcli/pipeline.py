@@ -10,7 +10,13 @@ from typing import Any
 import numpy as np
 
 from autogradcli.bind import Bound, Passes, bind
-from autogradcli.check.blocks import block_notes, make_block, settle_blocks, unchecked_block
+from autogradcli.check.blocks import (
+    BlockReference,
+    block_notes,
+    make_block,
+    settle_blocks,
+    unchecked_block,
+)
 from autogradcli.check.judge import Judge
 from autogradcli.check.reconcile import domain_edges, jacobian_sides, kink_sides
 from autogradcli.errors import LimitError, VariableError
@@ -351,15 +357,17 @@ def _blocks(
             make_block(
                 key if isinstance(key, str) else ",".join(key),
                 autograd,
-                expected,
+                BlockReference(
+                    expected,
+                    exact,
+                    kinks,
+                    frozenset(codes),
+                    decided[0] if decided else None,
+                    numeric=third,
+                ),
                 bound.settings,
                 _relative(bound),
-                exact=exact,
-                kinks=kinks,
-                kink_codes=frozenset(codes),
-                numeric=third,
                 cross=(cross[0][key].reshape(autograd.shape), cross[1]),
-                decided=decided[0] if decided else None,
             )
         )
     return tuple(blocks)
@@ -474,18 +482,15 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
             if model is not None
             else (numbers, None, set())
         )
-        block = make_block(
-            n,
-            autograd,
+        reference = BlockReference(
             expected,
-            bound.settings,
-            _relative(bound),
-            exact=model is not None,
-            kinks=kinks,
-            kink_codes=frozenset(codes),
+            model is not None,
+            kinks,
+            frozenset(codes),
             numeric=numbers if model is not None else None,
             numeric_widen=widen,
         )
+        block = make_block(n, autograd, reference, bound.settings, _relative(bound))
         if model is None and order > MAX_NUMERIC_ORDER and not block.check.agree:
             block = unchecked_block(n, autograd, None, bound.settings, numeric=numbers)
             notes.append(Note("order_unchecked", {"name": n, "order": order}))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,25 +22,35 @@ from autogradcli.results import Block
 from autogradcli.settings import Settings
 
 
+@dataclass(frozen=True)
+class BlockReference:
+    """What a block is checked against: the reference's numbers (SymPy's when ``exact``,
+    else central differences), its kink entries and their codes, what the one-sided
+    derivatives decided there, and the numeric third opinion with its widening."""
+
+    expected: np.ndarray
+    exact: bool
+    kinks: np.ndarray | None = None
+    kink_codes: frozenset[str] = frozenset()
+    decided: Decided | None = None
+    numeric: np.ndarray | None = None
+    numeric_widen: np.ndarray | float = 0.0
+
+
 def make_block(
     key: str,
     autograd: np.ndarray,
-    expected: np.ndarray,
+    reference: BlockReference,
     settings: Settings,
     relative: float,
-    *,
-    exact: bool,
-    kinks: np.ndarray | None = None,
-    kink_codes: frozenset[str] = frozenset(),
     cross: tuple[np.ndarray, str] | None = None,
-    numeric: np.ndarray | None = None,
-    numeric_widen: np.ndarray | float = 0.0,
-    decided: Decided | None = None,
 ) -> Block:
     """One block compared with its reference (the verdict is settled by ``settle_blocks``);
-    ``decided``: what the one-sided derivatives said at its kink entries."""
+    ``cross``: torch.autograd.functional's answer and its name."""
+    expected, kinks, decided = reference.expected, reference.kinks, reference.decided
+    numeric, numeric_widen = reference.numeric, reference.numeric_widen
     rtol, atol = settings.tolerance
-    if not exact:  # central differences: their tolerance, widened by their rounding
+    if not reference.exact:  # central differences: their tolerance, widened by their rounding
         rtol, atol = max(rtol, NUMERIC.rtol), max(atol, NUMERIC.atol) + numeric_widen
     bounds = smooth = None
     if decided is not None and kinks is not None:
@@ -73,7 +83,7 @@ def make_block(
         numeric=numeric,
         numeric_agree=numeric_agree,
         reference_verdict=AGREE if check.agree else DISAGREE,
-        kink_codes=kink_codes,
+        kink_codes=reference.kink_codes,
         smooth=smooth,
         bounds=bounds,
     )
