@@ -107,7 +107,7 @@ def grad(
 
     expected = {}
     if expect:
-        from autogradcli.check.expect import read_expectations
+        from autogradcli.verify.expect import read_expectations
 
         expected = read_expectations(expect, bound.names, bound.limits)
     request = GradRequest(plan, retained, names != ["all"], inspect, explain)
@@ -115,7 +115,7 @@ def grad(
     if suggest and any(c.code in ("overflow", "precision_loss") for c in result.causes()):
         result = _with_suggestions(result, bound, given, weights, const, request)
     if expected:
-        from autogradcli.check.expect import with_expectations
+        from autogradcli.verify.expect import with_expectations
 
         result = with_expectations(result, expected)
     return result
@@ -146,8 +146,8 @@ def _with_suggestions(
     only if its run agrees; otherwise it says what the re-run found)."""
     from dataclasses import replace
 
-    from autogradcli.check.stable import rewrite
     from autogradcli.pipeline import run_grad
+    from autogradcli.verify.stable import rewrite
 
     text, replaced = rewrite(bound.program)
     if not replaced:

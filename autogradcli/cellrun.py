@@ -1,7 +1,7 @@
 """A notebook cell as a composition of the stages: the torch run of its lines in order
 (``torchside.cell``), each backward() checked on its own by ``grad``'s pipeline, the
 leaves' accumulated ``.grad`` and every printed value checked against SymPy
-(``check.cell``), and the result (``CellResult``)."""
+(``verify.cell``), and the result (``CellResult``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from autogradcli.bind import Bound
-from autogradcli.check.cell import Ledger, backwards, needed, requires_grad
 from autogradcli.errors import AutogradCliError
 from autogradcli.lang.program import active_hooks
 from autogradcli.lang.text import unparse
@@ -24,6 +23,7 @@ from autogradcli.reference.choice import choose
 from autogradcli.results import CellEvent, CellResult, LeafGrad, Shown
 from autogradcli.torchside.cell import TorchEvent
 from autogradcli.torchside.cell import run_cell as torch_cell
+from autogradcli.verify.cell import Ledger, backwards, needed, requires_grad
 
 
 def run_cell(bound: Bound) -> CellResult:

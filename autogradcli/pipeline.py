@@ -10,15 +10,6 @@ from typing import Any
 import numpy as np
 
 from autogradcli.bind import Bound, Passes, bind
-from autogradcli.check.blocks import (
-    BlockReference,
-    block_notes,
-    make_block,
-    settle_blocks,
-    unchecked_block,
-)
-from autogradcli.check.judge import Judge
-from autogradcli.check.reconcile import domain_edges, jacobian_sides, kink_sides
 from autogradcli.errors import LimitError, VariableError
 from autogradcli.lang.analysis import rounding_steps
 from autogradcli.notes import Note
@@ -41,6 +32,15 @@ from autogradcli.results import (
 )
 from autogradcli.torchside import higher
 from autogradcli.torchside.run import Autograd, Session, run_passes, start
+from autogradcli.verify.blocks import (
+    BlockReference,
+    block_notes,
+    make_block,
+    settle_blocks,
+    unchecked_block,
+)
+from autogradcli.verify.judge import Judge
+from autogradcli.verify.reconcile import domain_edges, jacobian_sides, kink_sides
 
 
 def steps_of(bound: Bound, passes: int = 0) -> int:
@@ -99,7 +99,7 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     notes += _pass_notes(bound, plan, autograd)
     explanation = tensors = None
     if request.explain and autograd.recorder is not None:
-        from autogradcli.check.explain import explain
+        from autogradcli.verify.explain import explain
 
         recorder, first = autograd.recorder, autograd.snapshots[0]
         model = reference.model
@@ -110,7 +110,7 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
             lambda: explain(session, autograd.first, recorder, model, expected, first),
         )
     if request.inspect or retained:
-        from autogradcli.check.inspect import inspect_tensors
+        from autogradcli.verify.inspect import inspect_tensors
 
         scale = plan.times(plan.repeat, plan.same_graph)
         tensors = inspect_tensors(session, autograd.trace, reference.model, variables, scale)
@@ -310,7 +310,7 @@ def _consts(bound: Bound) -> list[str]:
 
 def _diagnosis(bound: Bound, session: Session, model: Any) -> Any:
     """Where the forward pass went wrong (computed when a block needs a cause)."""
-    from autogradcli.check.diagnose import forward_cause
+    from autogradcli.verify.diagnose import forward_cause
 
     def diagnose() -> Any:
         if model is None:
@@ -412,7 +412,7 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
 
 def _with_sides(model: Any, seen: dict[str, np.ndarray], name: str) -> tuple[Any, ...]:
     """SymPy's Jacobian for ``name`` (numbers, kinks, codes) and what the one-sided
-    derivatives decide at its kink entries (``check.reconcile.jacobian_sides``)."""
+    derivatives decide at its kink entries (``verify.reconcile.jacobian_sides``)."""
     numbers, kinks, codes = model.jacobian_values(seen, name)
     if not np.any(kinks):
         return numbers, kinks, codes, None

@@ -30,7 +30,7 @@ LAYERS = [
     "bind",
     "torchside",
     "reference",
-    "check",
+    "verify",
     "pipeline",
     "cellrun",
     "api",

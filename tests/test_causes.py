@@ -13,13 +13,13 @@ import pytest
 
 import autogradcli as ag
 from autogradcli.bind import bind
-from autogradcli.check.diagnose import check_cause, float64_noise
 from autogradcli.errors import ComputationError
 from autogradcli.lang import vocabulary
 from autogradcli.lang.analysis import rounding_steps
 from autogradcli.pipeline import start
 from autogradcli.policy.compare import compare
 from autogradcli.settings import Settings
+from autogradcli.verify.diagnose import check_cause, float64_noise
 
 
 def sigmoid(z: float) -> float:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import autogradcli as ag
-from autogradcli.check.cell import Ledger
+from autogradcli.verify.cell import Ledger
 from tests.conftest import RUNNER, cli
 
 GENTLE = """\

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autogradcli as ag
-from autogradcli.check.judge import kink_cause
-from autogradcli.check.reconcile import kink_sides
 from autogradcli.reference.expected import Expected
+from autogradcli.verify.judge import kink_cause
+from autogradcli.verify.reconcile import kink_sides
 
 # expression, values, PyTorch's .grad, the derivative (both one-sided derivatives agree)
 SMOOTH = [

@@ -20,7 +20,7 @@ class Expected:
     step crosses a kink; ``huge`` marks values that are finite in exact arithmetic but
     past float64's range (shown as ±inf); ``arithmetic`` says how the numbers were made.
     ``sides`` (left, right; NaN elsewhere) are the one-sided partial derivatives of the whole
-    function at the elements where an operation sits at its kink (``check.reconcile``);
+    function at the elements where an operation sits at its kink (``verify.reconcile``);
     ``smooth_kinks`` marks those among them where the two agree (the function is
     differentiable there, whatever the operation's rule)."""
 

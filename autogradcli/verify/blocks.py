@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from autogradcli.check.diagnose import check_cause, rounding_cause
-from autogradcli.check.judge import kink_cause_at
-from autogradcli.check.reconcile import Decided
 from autogradcli.notes import Note
 from autogradcli.policy.compare import Comparison, compare
 from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, UNCHECKED, settle
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import Block
 from autogradcli.settings import Settings
+from autogradcli.verify.diagnose import check_cause, rounding_cause
+from autogradcli.verify.judge import kink_cause_at
+from autogradcli.verify.reconcile import Decided
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from autogradcli.check.diagnose import (
-    check_cause,
-    float64_noise,
-    forward_cause,
-    rounding_cause,
-)
 from autogradcli.notes import Note
 from autogradcli.policy.compare import Comparison, compare, isclose
 from autogradcli.policy.verdict import (
@@ -36,6 +30,12 @@ from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import PassResult, VariableResult
 from autogradcli.settings import TOLERANCES
 from autogradcli.torchside.run import Autograd, Passes, Session, float64_run
+from autogradcli.verify.diagnose import (
+    check_cause,
+    float64_noise,
+    forward_cause,
+    rounding_cause,
+)
 
 
 def times(scale: int, values: np.ndarray) -> np.ndarray:
@@ -399,7 +399,7 @@ def kink_notes(
 ) -> list[Note]:
     """What the one-sided derivatives decided where an operation sits at its kink: the
     function is differentiable there after all, or it has a real kink that PyTorch's value
-    must lie between (``check.reconcile.kink_sides``)."""
+    must lie between (``verify.reconcile.kink_sides``)."""
     notes = []
     smooth = expected.smooth_kinks.get(name)
     if smooth is not None and smooth.any():
