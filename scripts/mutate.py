@@ -58,8 +58,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS: dict[str, frozenset[str] | None] = {
     "autogradcli/policy/verdict.py": None,
     "autogradcli/policy/compare.py": None,
-    "autogradcli/check/judge.py": None,
-    "autogradcli/check/reconcile.py": frozenset(
+    "autogradcli/verify/judge.py": None,
+    "autogradcli/verify/reconcile.py": frozenset(
         {
             "kink_sides",
             "decide",
@@ -92,7 +92,7 @@ NEVER_PRELOAD = ("autogradcli", "tests", "__main__", "this", "antigravity", "idl
 
 # Survivors that no test can kill: "path:function:description" -> why.
 _V, _C = "autogradcli/policy/verdict.py", "autogradcli/policy/compare.py"
-_J, _R = "autogradcli/check/judge.py", "autogradcli/check/reconcile.py"
+_J, _R = "autogradcli/verify/judge.py", "autogradcli/verify/reconcile.py"
 _LOG2 = "log2(1) is 0: one element adds no step either way"
 _SWAP = "left and right swapped: only fmin/fmax of the two sides, or their common value, is used"
 _STEP = "a step as small or smaller: the one-sided derivatives come out the same"
@@ -107,6 +107,11 @@ EQUIVALENT: dict[str, str] = {
     _C + ":compare:.any -> .all in `huge.any()`": "as above: close &= ~huge is redundant",
     _C + ":compare:.any -> .all in `np.isnan(checked).any()`": "max() of NaNs is NaN anyway",
     _C + ":_agreeing:min -> max in `min(BLOCK, a.size)`": "only the size of a scratch array",
+    _C + ":_agreeing:if negated: `bad.any()`": (
+        "close &= ~(bad & finite reference) is redundant: NaN or inf against a finite number"
+        " is never close"
+    ),
+    _C + ":_agreeing:.any -> .all in `bad.any()`": "as above: the mask is redundant",
     _C + ":_agreeing:or -> and in `nan or bool(np.isnan(error).any())`": (
         "an error on the fast path is never NaN: NaN against a number is not close, and the"
         " fast path has already handed the comparison back"
@@ -123,6 +128,9 @@ EQUIVALENT: dict[str, str] = {
     ),
     _J + ":variable_notes:0.0 -> 1.0 in `ordinary = np.where(kinks, 0.0, expected) if ki...`": (
         "any finite placeholder counts the same infinite and NaN elements"
+    ),
+    _J + ":<module>:False -> True in `the defaults of variable_notes`": (
+        "its one caller (Judge.variable) always passes sided"
     ),
     _J + ":kink_notes:True -> False in `pairs = sorted({(float(a), float(b)) for a, b i...`": (
         "zip(strict=) over two arrays of the same length"

@@ -1,7 +1,7 @@
 """Tests that would catch a wrong verdict (issue 23, section 6).
 
 Each pins an edge of the verdict policy that some mutant of ``policy/verdict.py``,
-``policy/compare.py``, ``check/judge.py`` or ``check/reconcile.py`` moves
+``policy/compare.py``, ``verify/judge.py`` or ``verify/reconcile.py`` moves
 (``python scripts/mutate.py``; docs/trust.md, "Mutation testing"): a number just inside and
 just outside each dtype's tolerance, the rounding bound per dtype and for a reduction, a
 reference past float64's range, a disagreeing tensor past the fast path's 65,536 elements.
@@ -540,13 +540,15 @@ def test_one_infinite_element_of_an_input_is_a_nonfinite_input():
 
 
 def test_a_real_kinks_interval_has_the_dtypes_slack_at_both_ends():
-    from autogradcli.check.judge import kink_cause_at
+    from autogradcli.verify.judge import kink_cause_at
 
     rtol, atol = TOLERANCES["float32"]
     for low, high in ((0.0, 1.0), (-100.0, -10.0)):
         slack = atol + rtol * max(abs(low), abs(high))
         bounds = (np.array([low]), np.array([high]))
         for value, code in (
+            (low - slack, None),  # the very edge, as the check computes it
+            (high + slack, None),
             (low - slack * 0.99, None),
             (high + slack * 0.99, None),
             (low - slack * 1.01, "kink_outside"),
@@ -572,3 +574,41 @@ def test_the_sides_are_taken_just_beside_the_kink_not_a_step_away():
     v = ag.grad("relu(x) - relu(-x) + x**2", x=0).variables["x"]
     assert (v.verdict, v.cause.code, float(v.expected)) == ("disagree", "nonsmooth_chain_rule", 1.0)
     assert (v.cause.data["autograd"], v.cause.data["derivative"]) == (0.0, 1.0)
+
+
+def test_the_verdicts_marks_ranks_and_defaults():
+    from autogradcli.policy.verdict import Verdict, agrees
+
+    assert [(v.mark, v.rank) for v in Verdict] == [("✓", 0), ("≈", 1), ("?", 2), ("✗", 3)]
+    assert [v.passes() for v in Verdict] == [True, True, False, False]
+    assert [v.passes(True) for v in Verdict] == [True, False, False, False]
+    assert [agrees(v) for v in ("agree", "rounding", "unchecked", "disagree", None)] == [
+        True,
+        True,
+        False,
+        False,
+        None,
+    ]
+    assert agrees("rounding", strict=True) is False
+    made = Comparison(agree=False, max_abs_error=1.0)
+    assert (made.within_bound, made.excluded, made.nonfinite, made.excluded_values) == (
+        False,
+        0,
+        0,
+        (),
+    )
+
+
+def test_a_huge_element_left_out_does_not_excuse_a_wrong_one_beside_it():
+    huge = np.array([True, False])
+    check = compare(np.array([1.0, 5.0]), np.array([np.inf, 2.0]), 0, 0, exclude=huge, huge=huge)
+    assert (check.agree, check.excluded, check.max_abs_error) == (False, 1, 3.0)
+
+
+def test_a_large_tensor_with_a_matching_infinity_and_one_wrong_number():
+    n = BLOCK + 1
+    want, actual = np.zeros(n), np.zeros(n)
+    want[0] = actual[0] = np.inf
+    actual[5] = 1.0
+    fast, whole = _both(actual, want, 0.0, 1e-5)
+    assert (fast.agree, fast.max_abs_error) == (whole.agree, whole.max_abs_error) == (False, 1.0)
