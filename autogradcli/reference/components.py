@@ -317,6 +317,7 @@ class ComponentModel:
             if exact_zeros:
                 products = np.where(np.asarray(w == 0, dtype=bool)[:, None], zero, products)
             shape = self.shapes[name]
+            arith.check_sum([products], (products.shape[1],))  # J^T w's sums that cancel
             grads[name] = np.add.reduce(products, axis=0).reshape(shape)
             mask = (marks.reshape(w.size, -1) & np.asarray(w != 0, dtype=bool)[:, None]).any(0)
             kinks[name] = mask.reshape(shape)
