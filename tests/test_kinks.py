@@ -219,3 +219,27 @@ def test_kinks_at_random_indices_of_a_large_tensor(size):
     real = ag.grad("sum(relu(x))", x=x, dtype="float64")
     assert real.verdict == "agree"
     assert real.variables["x"].notes[0].data["elements"] == int((x == 0).sum())
+
+
+def test_ties_beyond_one_by_one_are_moved_one_at_a_time_up_to_the_cap():
+    # relu(x - mean(x)) at 40 equal values: moved together they all stay at the kink, so
+    # they are moved one at a time, up to ONE_BY_ONE (32) of them; the sides of each are
+    # -39/40 and 39/40 (its own term on the right, the 39 others on the left); the other 8
+    # stay left out at PyTorch's value
+    from autogradcli.verify.reconcile import ONE_BY_ONE
+
+    r = ag.grad("sum(relu(x - mean(x)))", x=[2.0] * 40, dtype="float64")
+    x = r.variables["x"]
+    assert r.verdict == "agree"
+    notes = {n.code: n.data for n in x.notes}
+    assert notes["kink_between"]["elements"] == ONE_BY_ONE == 32
+    assert notes["kink_between"]["sides"] == [[-0.975, 0.975]]
+    assert notes["kink"]["excluded"] == 40 - ONE_BY_ONE
+
+
+@pytest.mark.parametrize(("scale", "code"), [(1e-13, "kink_smooth"), (1e-11, "kink_between")])
+def test_sides_this_close_are_one_number(scale, code):
+    # relu(x)*(1 + s) - relu(-x) at 0: the sides are 1 + s and 1; within 2**-40 relative
+    # they are one number (the function is differentiable there), past it a real kink
+    r = ag.grad(f"relu(x)*(1 + {scale}) - relu(-x)", x=0.0, dtype="float64")
+    assert [n.code for n in r.variables["x"].notes] == [code]
