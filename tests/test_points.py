@@ -140,8 +140,7 @@ def test_rich_output_names_the_case():
     run = cli("grad", "relu(x)", "--x", "0")
     assert (
         "note (x): relu'(0) is undefined (SymPy's Heaviside(0) is 1/2); one-sided derivatives "
-        "there: [0, 1] (a real kink); PyTorch's value there: 0;"
-        in " ".join(run.stdout.split())
+        "there: [0, 1] (a real kink); PyTorch's value there: 0;" in " ".join(run.stdout.split())
     )
 
 
