@@ -95,13 +95,14 @@ def _scalar(r: Any) -> bool:
     return np.ndim(r) == 0
 
 
-def _ratio(err: Any, value: Any) -> Any:
-    """``err/|value|``, 0 where both are 0 (an exact 0), inf where only the value is."""
+def _ratio(err: Any, value: Any, magnitude: Any = None) -> Any:
+    """``err/|value|``, 0 where both are 0 (an exact 0), inf where only the value is;
+    ``magnitude``: ``|value|`` when the caller has it."""
     if _zero(err):
         return 0.0
-    value = np.abs(value)
+    value = np.abs(value) if magnitude is None else magnitude
     rel = np.true_divide(err, value)
-    return np.where(np.asarray(err) == 0, 0.0, rel) if np.any(value == 0) else rel
+    return np.where(np.asarray(err) == 0, 0.0, rel) if not np.all(value) else rel
 
 
 def _one_sign(values: Sequence[Any]) -> bool:
@@ -202,17 +203,21 @@ class _Bounded(_Walk):
             rounding = max(float(b[0]) for b in bounds) + (len(args) - 1) * U
             return rounding, max(float(b[1]) for b in bounds)
         out = []
+        magnitude = np.abs(value)
         for channel in (0, 1):
             err: Any = 0.0
             for v, b in zip(values, bounds, strict=True):
                 if not _zero(b[channel]):
-                    err = err + b[channel] * np.abs(v)
+                    term = np.abs(v)
+                    term *= b[channel]
+                    err = err + term
             if channel == 0:
                 partial = values[0]
-                for v in values[1:]:
+                for v in values[1:-1]:  # the last partial sum is the value itself
                     partial = partial + v
                     err = err + U * np.abs(partial)
-            out.append(_ratio(err, value))
+                err = err + U * magnitude
+            out.append(_ratio(err, value, magnitude))
         return out[0], out[1]
 
     def _bound_mul(self, node: sp.Expr) -> Bound:
