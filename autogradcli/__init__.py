@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
 
+EXIT_CODES = "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
+
 
 @dataclass(frozen=True)
 class Command:
@@ -94,6 +96,15 @@ for _command in (
         "grad",
         "autogradcli.api:grad",
         "Compute gradients with autograd's backward() and check them against SymPy.",
+        epilog=(
+            "Give each variable a value with --NAME VALUE, e.g. autograd-cli grad "
+            '"2*x**4+x**3+3*x**2+5*x+1" --x 2, or autograd-cli grad "mean((x+2)*(x+2)*3)" --x '
+            '"ones(2,2)" --repeat 2. Values: numbers, nested lists "[[1,2],[3,4]]", '
+            "ones(2,2), zeros(3), full(2,3,0.5), arange(1,16), linspace(0,1,5), "
+            "reshape(arange(1,16),5,3), rand(2,3), randn(2,3), or files @x.npy @x.pt @x.csv "
+            "@x.json. Exit codes: 0 autograd and SymPy agree (or agree within rounding, "
+            "without --strict), 1 they disagree, 2 bad input."
+        ),
         cli="autogradcli.cli.commands:grad",
         documents=(("grad", "grad"), ("cell", "cell")),
         results=(
@@ -105,6 +116,8 @@ for _command in (
         "jacobian",
         "autogradcli.api:jacobian",
         "The full Jacobian: one backward() per output element with a one-hot gradient.",
+        epilog='Example: autograd-cli jacobian "x*sum(x)" --x "[1.0, 2.0]" --show-rows. '
+        + EXIT_CODES,
         cli="autogradcli.cli.commands:jacobian",
         documents=(("jacobian", "derivative"),),
         results=_DERIVATIVE,
@@ -113,6 +126,12 @@ for _command in (
         "jvp",
         "autogradcli.api:jvp",
         "Forward mode: J·v with torch.func.jvp, checked against SymPy's Jacobian times v.",
+        epilog=(
+            'Example: autograd-cli jvp "x*y + sin(x)" --x "[1, 2]" --y "[3, 4]" --tangent '
+            "x=[1,0] --tangent y=[0,1]. Values as for grad; an input without --tangent takes "
+            "ones. "
+        )
+        + EXIT_CODES,
         cli="autogradcli.cli.commands:jvp",
         documents=(("jvp", "derivative"),),
         results=_DERIVATIVE,
@@ -121,6 +140,7 @@ for _command in (
         "hessian",
         "autogradcli.api:hessian",
         "Second derivatives of a one-element output, via create_graph=True, against SymPy.",
+        epilog=('Example: autograd-cli hessian "x**2*y + y**3" --x 1 --y 2. ') + EXIT_CODES,
         cli="autogradcli.cli.commands:hessian",
         documents=(("hessian", "derivative"),),
         results=_DERIVATIVE,
@@ -138,6 +158,11 @@ for _command in (
         "graph",
         "autogradcli.api:backward_graph",
         "Show the backward graph PyTorch records: grad_fn nodes down to the leaves.",
+        epilog=(
+            'Example: autograd-cli graph "y = x + 2; z = y*y*3; out = mean(z)" --x '
+            '"ones(2,2)" --dot graph.dot. Values as for grad. Exit codes: 0 done, 2 bad '
+            "input."
+        ),
         export="backward_graph",
         cli="autogradcli.cli.commands:graph",
         documents=(("graph", "graph"),),
@@ -147,6 +172,11 @@ for _command in (
         "plot",
         "autogradcli.sample:plot",
         "Plot f, autograd's derivative and SymPy's over a range; mark where they disagree.",
+        epilog=(
+            'Example: autograd-cli plot "x*abs(x)" --x -3:3. The variable given as LOW:HIGH '
+            "is the axis; the others take values as in grad. Exit codes: 0 agree, 1 disagree, "
+            "2 bad input."
+        ),
         cli="autogradcli.cli.commands:plot",
         documents=(("plot", "plot"),),
         results=(("autogradcli.results:PlotResult", "autogradcli.render.plot:render"),),
@@ -155,6 +185,13 @@ for _command in (
         "check",
         None,
         "Run many cases from a file in one process, with a summary (and JUnit XML).",
+        epilog=(
+            "Each line of FILE is a command as on the command line, without the program name "
+            '(grad "x**3" --x 2 --expect x=12), or a JSON object with the Python API\'s fields '
+            '({"command": "grad", "expression": "x**3", "values": {"x": 2}}); # starts a '
+            "comment. Exit codes: 0 every case agrees, 1 a case disagrees, 2 a case is bad "
+            "input."
+        ),
         cli="autogradcli.cli.commands:check",
         documents=(),
         lines=False,

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from autogradcli import COMMANDS, Command, __version__, resolve
+from autogradcli import COMMANDS, EXIT_CODES, Command, __version__, resolve
 from autogradcli.cli.errors import report_error
 from autogradcli.cli.parsing import BOUND
 from autogradcli.errors import AutogradCliError
@@ -182,43 +182,6 @@ def _main(
     """Gradients by PyTorch autograd, checked against SymPy's symbolic derivative."""
 
 
-EXIT_CODES = "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
-EPILOGS = {
-    "grad": (
-        "Give each variable a value with --NAME VALUE, e.g. "
-        'autograd-cli grad "2*x**4+x**3+3*x**2+5*x+1" --x 2, or '
-        'autograd-cli grad "mean((x+2)*(x+2)*3)" --x "ones(2,2)" --repeat 2. '
-        'Values: numbers, nested lists "[[1,2],[3,4]]", ones(2,2), zeros(3), full(2,3,0.5), '
-        "arange(1,16), linspace(0,1,5), reshape(arange(1,16),5,3), rand(2,3), randn(2,3), "
-        "or files @x.npy @x.pt @x.csv @x.json. "
-        "Exit codes: 0 autograd and SymPy agree (or agree within rounding, without --strict), "
-        "1 they disagree, 2 bad input."
-    ),
-    "jacobian": 'Example: autograd-cli jacobian "x*sum(x)" --x "[1.0, 2.0]" --show-rows. '
-    + EXIT_CODES,
-    "jvp": (
-        'Example: autograd-cli jvp "x*y + sin(x)" --x "[1, 2]" --y "[3, 4]" --tangent x=[1,0] '
-        "--tangent y=[0,1]. Values as for grad; an input without --tangent takes ones. "
-        + EXIT_CODES
-    ),
-    "hessian": f'Example: autograd-cli hessian "x**2*y + y**3" --x 1 --y 2. {EXIT_CODES}',
-    "graph": (
-        'Example: autograd-cli graph "y = x + 2; z = y*y*3; out = mean(z)" --x "ones(2,2)" '
-        "--dot graph.dot. Values as for grad. Exit codes: 0 done, 2 bad input."
-    ),
-    "plot": (
-        'Example: autograd-cli plot "x*abs(x)" --x -3:3. The variable given as LOW:HIGH is the '
-        "axis; the others take values as in grad. Exit codes: 0 agree, 1 disagree, 2 bad input."
-    ),
-    "check": (
-        "Each line of FILE is a command as on the command line, without the program name "
-        '(grad "x**3" --x 2 --expect x=12), or a JSON object with the Python API\'s fields '
-        '({"command": "grad", "expression": "x**3", "values": {"x": 2}}); # starts a comment. '
-        "Exit codes: 0 every case agrees, 1 a case disagrees, 2 a case is bad input."
-    ),
-}
-
-
 def _function(entry: Command) -> Callable[..., Any]:
     """The Typer function of a registry entry: the one it names, else the generic one."""
     if entry.cli:
@@ -233,9 +196,7 @@ def _add(target: typer.Typer, entry: Command) -> None:
     target.command(
         entry.name,
         cls=GradCommand if takes_expression else None,
-        epilog=entry.epilog
-        or EPILOGS.get(entry.name)
-        or (EXIT_CODES if takes_expression else None),
+        epilog=entry.epilog or (EXIT_CODES if takes_expression else None),
         help=None if entry.cli else entry.summary,
     )(_function(entry))
 
