@@ -18,7 +18,7 @@ from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import Block
 from autogradcli.settings import Settings
 from autogradcli.verify.diagnose import check_cause, rounding_cause
-from autogradcli.verify.judge import kink_cause_at
+from autogradcli.verify.judge import decided_notes, kink_cause_at
 from autogradcli.verify.reconcile import Decided
 
 
@@ -177,23 +177,8 @@ def block_notes(blocks: tuple[Block, ...]) -> list[Note]:
     notes = []
     for b in blocks:
         prefix = {"prefix": f"{b.key}: "} if len(blocks) > 1 else {}
-        codes = sorted(b.kink_codes)
-        if b.smooth is not None and b.smooth.any():
-            values = [float(v) for v in np.unique(b.expected[b.smooth])[:8]]
-            data = {"codes": codes, "elements": int(b.smooth.sum()), "values": values}
-            notes.append(Note("kink_smooth", {**data, **prefix}))
-        if b.bounds is not None:
-            real = ~np.isnan(b.bounds[0])
-            pairs = sorted(
-                {(float(a), float(c)) for a, c in zip(*(x[real] for x in b.bounds), strict=True)}
-            )
-            data = {
-                "codes": codes,
-                "elements": int(real.sum()),
-                "sides": [list(p) for p in pairs[:4]],
-                "values": [float(v) for v in np.unique(b.autograd[real])[:8]],
-            }
-            notes.append(Note("kink_between", {**data, **prefix}))
+        decided = decided_notes(b.kink_codes, b.smooth, b.expected, b.bounds, b.autograd)
+        notes += [Note(n.code, {**n.data, **prefix}) for n in decided]
         if b.check.excluded:
             data: dict[str, Any] = {
                 "codes": sorted(b.kink_codes),

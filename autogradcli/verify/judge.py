@@ -397,17 +397,32 @@ def _firsts(values: np.ndarray) -> list[float]:
 def kink_notes(
     expected: Expected, name: str, grad: np.ndarray, scale: int, codes: set[str]
 ) -> list[Note]:
-    """What the one-sided derivatives decided where an operation sits at its kink: the
-    function is differentiable there after all, or it has a real kink that PyTorch's value
-    must lie between (``verify.reconcile.kink_sides``)."""
-    notes = []
+    """``decided_notes`` for one variable of a ``grad`` run (``scale`` passes)."""
     smooth = expected.smooth_kinks.get(name)
+    want = scale * np.broadcast_to(expected.grads[name], np.shape(grad))
+    bounds = None
+    if name in expected.sides and name in expected.bounds:  # SymPy's sides, not numeric
+        bounds = (scale * expected.bounds[name][0], scale * expected.bounds[name][1])
+    return decided_notes(codes, smooth, want, bounds, grad)
+
+
+def decided_notes(
+    codes: set[str] | frozenset[str],
+    smooth: np.ndarray | None,
+    want: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray] | None,
+    actual: np.ndarray,
+) -> list[Note]:
+    """What the one-sided derivatives decided where an operation sits at its kink: the
+    function is differentiable there after all (``want`` is its derivative), or it has a
+    real kink that PyTorch's value (``actual``) must lie between (``bounds``)."""
+    notes = []
     if smooth is not None and smooth.any():
-        values = _firsts(scale * np.broadcast_to(expected.grads[name], smooth.shape)[smooth])
+        values = _firsts(np.broadcast_to(want, smooth.shape)[smooth])
         data = {"codes": sorted(codes), "elements": int(smooth.sum()), "values": values}
         notes.append(Note("kink_smooth", data))
-    if name in expected.sides and name in expected.bounds:
-        low, high = expected.bounds[name]
+    if bounds is not None:
+        low, high = bounds
         real = ~np.isnan(low)
         if real.any():
             pairs = sorted(
@@ -416,8 +431,8 @@ def kink_notes(
             data = {
                 "codes": sorted(codes),
                 "elements": int(real.sum()),
-                "sides": [[scale * a, scale * b] for a, b in pairs[:4]],
-                "values": _firsts(np.broadcast_to(grad, real.shape)[real]),
+                "sides": [list(p) for p in pairs[:4]],
+                "values": _firsts(np.broadcast_to(actual, real.shape)[real]),
             }
             notes.append(Note("kink_between", data))
     return notes

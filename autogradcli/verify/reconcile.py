@@ -5,7 +5,7 @@ each returns a new reference (and the notes that say what happened)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -159,7 +159,7 @@ def jacobian_sides(
     terms = model.jacobian(name)
     for j in np.flatnonzero(columns.any(axis=0))[:ONE_BY_ONE]:
         for direction, out in ((-1, left), (1, right)):
-            moved = _moved(arith, seen[name], j, direction)
+            moved = _moved(arith, seen[name], (j,), direction)
             env = model.environment({**seen, name: moved}, arith)
             numbers, at, _ = model.numbers(terms, env, arith)
             column = arith.floats(numbers).reshape(columns.shape)[:, j]
@@ -169,12 +169,16 @@ def jacobian_sides(
     return decide(left.reshape(shape), right.reshape(shape), mask, np.asarray(values))
 
 
-def _moved(arith: Precise, values: np.ndarray, index: int, direction: int) -> np.ndarray:
-    """``values`` in ``arith`` with the element at flat ``index`` moved just off its point."""
+def _moved(
+    arith: Precise, values: np.ndarray, indices: Iterable[int], direction: int
+) -> np.ndarray:
+    """``values`` in ``arith`` with the elements at flat ``indices`` moved just off their
+    point (2**-STEP_BITS of their size, at least 1) in ``direction``."""
     moved = np.array(arith.array(values), dtype=object)
     flat = moved.reshape(-1)
-    x = flat[index]
-    flat[index] = x + direction * arith.ctx.ldexp(max(abs(x), 1), -STEP_BITS)
+    for index in indices:
+        x = flat[index]
+        flat[index] = x + direction * arith.ctx.ldexp(max(abs(x), 1), -STEP_BITS)
     return moved
 
 
@@ -232,12 +236,7 @@ def _beside(
     arith: Arith
     if precise_:
         arith = precise(KINK_BITS)
-        moved = np.array(arith.array(seen[name]), dtype=object)
-        flat = moved.reshape(-1)
-        ldexp = arith.ctx.ldexp
-        for index in np.flatnonzero(mask):
-            x = flat[index]
-            flat[index] = x + direction * ldexp(max(abs(x), 1), -STEP_BITS)
+        moved = _moved(arith, seen[name], np.flatnonzero(mask), direction)
     else:
         arith = FLOAT64
         moved = np.array(seen[name], dtype=np.float64)
