@@ -226,7 +226,8 @@ ERRORS: dict[str, str] = {
     "expect_shape": "the expected gradient of {name} has shape {shape}, and {name}.grad has "
     "shape {grad}; give one number or a value of the gradient's shape",
     "zero_none": "'{text}': the .grad is None here (no backward() has filled it yet), so "
-    "PyTorch raises AttributeError; call backward() first, or write x.grad = None",
+    "Python raises AttributeError (None has no zero_()); call backward() first, or write "
+    "x.grad = None",
     "grad_none_used": "{name}.grad is None here (no backward() has filled it yet); print it "
     "after a backward() that reaches {name}",
     "show_unknown": "'{name}' is not a tensor of the cell; print a leaf or a step",
@@ -675,7 +676,8 @@ NOTES: dict[str, str] = {
     "differences in float64, is the reference",
     "graph_not_freed": "backward() ran {repeat} times on one graph without retain_graph=True "
     "and PyTorch did not raise: no node of this graph saved a tensor for backward, so "
-    "nothing was freed (a product of two tensors such as x*x would fail)",
+    "nothing was freed (a product would fail, x*x or x*2: each saves a factor; x + 2 saves "
+    "nothing)",
     "kink": "{points}; PyTorch's value there: {values}; {excluded} element(s) at that point "
     "are left out of the check",
     "kink_smooth": "{points}, but the function is differentiable there at {elements} "

@@ -260,7 +260,8 @@ def test_retain_graph_lets_the_second_backward_run():
         (
             "x = torch.tensor(2.0, requires_grad=True); x.grad.zero_(); (x*x).backward()",
             "'x.grad.zero_()': the .grad is None here (no backward() has filled it yet), so "
-            "PyTorch raises AttributeError; call backward() first, or write x.grad = None",
+            "Python raises AttributeError (None has no zero_()); call backward() first, or write "
+            "x.grad = None",
         ),
         (
             "x = torch.tensor(3.0, requires_grad=True); print(x.grad + 1); (x*x).backward()",

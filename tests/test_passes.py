@@ -206,7 +206,7 @@ def test_same_graph_that_saved_nothing_does_not_fail_and_says_why():
     note = (
         "backward() ran 2 times on one graph without retain_graph=True and PyTorch did not "
         "raise: no node of this graph saved a tensor for backward, so nothing was freed (a "
-        "product of two tensors such as x*x would fail)"
+        "product would fail, x*x or x*2: each saves a factor; x + 2 saves nothing)"
     )
     assert [str(n) for n in result.notes] == [note] == result.to_dict()["notes"]
     assert [(n.code, n.data) for n in result.notes] == [("graph_not_freed", {"repeat": 2})]
