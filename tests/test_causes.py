@@ -19,7 +19,7 @@ from autogradcli.lang.analysis import rounding_steps
 from autogradcli.pipeline import start
 from autogradcli.policy.compare import compare
 from autogradcli.settings import Settings
-from autogradcli.verify.diagnose import check_cause, float64_noise
+from autogradcli.verify.diagnose import Compared, Evidence, check_cause, float64_noise
 
 
 def sigmoid(z: float) -> float:
@@ -159,15 +159,10 @@ def test_float64_cancellation_in_backward_is_precision_loss() -> None:
     assert r.variables["x"].verdict == "disagree"
     assert noise["x"] == pytest.approx(16 * 2.0**-53 * 2e10, rel=1e-6)
     check = compare(got, want, 1e-7, 1e-7)
-    cause = check_cause(
-        check, got, want, None, dtype="float64", forward=None, float64=None,
-        inputs_finite=True, noise=noise["x"],
-    )  # fmt: skip
+    cause = check_cause(Compared(check, got, want), Evidence("float64", noise=noise["x"]))
     assert cause.code == "precision_loss" and cause.data["kind"] == "float64_noise"
     assert "within the noise of its own rounding" in str(cause)
-    without = check_cause(
-        check, got, want, None, dtype="float64", forward=None, float64=None, inputs_finite=True
-    )
+    without = check_cause(Compared(check, got, want), Evidence("float64"))
     assert without.code == "mismatch"
 
 
@@ -176,10 +171,7 @@ def test_a_wrong_float64_gradient_is_still_a_mismatch() -> None:
     assert r.verdict == "agree"
     wrong = got * 1.001  # a backward formula off by 0.1 %
     check = compare(wrong, want, 1e-7, 1e-7)
-    cause = check_cause(
-        check, wrong, want, None, dtype="float64", forward=None, float64=None,
-        inputs_finite=True, noise=noise["x"],
-    )  # fmt: skip
+    cause = check_cause(Compared(check, wrong, want), Evidence("float64", noise=noise["x"]))
     assert cause.code == "mismatch" and cause.data["stable"] is True
     assert str(cause).startswith("a real mismatch: autograd's float64 numbers are off by")
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import autogradcli as ag
 from autogradcli.bind import bind
 from autogradcli.notes import Note
-from autogradcli.policy.compare import compare
+from autogradcli.policy.compare import Marks, compare
 from autogradcli.reference import NumericModel
 from autogradcli.reference.choice import choose
 from autogradcli.reference.numeric import Extrapolated, extrapolate
@@ -214,7 +214,7 @@ def test_the_fallback_checks_every_element_of_a_benign_tensor(fallback_reference
         and (np.abs(reference.expected.grads["x"] - _derivative(x)) <= error).all()
     )
     right = _derivative(x).astype(np.float32).astype(np.float64)  # float32's rounding
-    assert compare(right, reference.expected.grads["x"], rtol, atol, unknown=loose).agree
+    assert compare(right, reference.expected.grads["x"], rtol, atol, Marks(unknown=loose)).agree
 
 
 @PROPERTY
@@ -231,7 +231,7 @@ def test_one_wrong_element_anywhere_is_found(fallback_reference, index, times, s
     wrong = _derivative(x)
     wrong[index] += sign * times * (atol + rtol * abs(wrong[index]))
     loose = reference.unchecked("x", rtol, atol)
-    check = compare(wrong, reference.expected.grads["x"], rtol, atol, unknown=loose)
+    check = compare(wrong, reference.expected.grads["x"], rtol, atol, Marks(unknown=loose))
     assert not check.agree and check.excluded == 0
 
 

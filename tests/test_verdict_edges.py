@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import autogradcli as ag
-from autogradcli.policy.compare import BLOCK, Comparison, compare, isclose
+from autogradcli.policy.compare import BLOCK, NO_MARKS, Comparison, Marks, compare, isclose
 from autogradcli.policy.verdict import (
     MAX_RELATIVE,
     UNIT_ROUNDOFF,
@@ -243,10 +243,10 @@ def test_a_huge_reference_is_never_met_by_infinity():
     inf = np.array([np.inf, 2.0])
     plain = compare(inf, inf, 1e-7, 1e-7)
     assert (plain.agree, plain.nonfinite, plain.max_abs_error) == (True, 0, 0.0)
-    huge = compare(inf, inf, 1e-7, 1e-7, huge=np.array([True, False]))
+    huge = compare(inf, inf, 1e-7, 1e-7, Marks(huge=np.array([True, False])))
     assert (huge.agree, huge.nonfinite, huge.within_bound) == (False, 1, False)
     assert math.isnan(huge.max_abs_error)
-    finite = compare(np.array([1e308, 2.0]), inf, 1e-7, 1e-7, huge=np.array([True, False]))
+    finite = compare(np.array([1e308, 2.0]), inf, 1e-7, 1e-7, Marks(huge=np.array([True, False])))
     assert (finite.agree, finite.nonfinite) == (False, 0)
 
 
@@ -262,23 +262,27 @@ def test_elements_left_out_and_unknown():
     actual, want = np.array([5.0, np.nan, 1.0]), np.array([1.0, 1.0, 1.0])
     kink = np.array([True, False, False])
     off = np.array([False, True, False])
-    left = compare(actual, want, 0.0, 0.0, exclude=kink, unknown=off)
+    left = compare(actual, want, 0.0, 0.0, Marks(exclude=kink, unknown=off))
     assert (left.agree, left.excluded, left.nonfinite, left.max_abs_error) == (True, 2, 0, 0.0)
     assert left.excluded_values[0] == 5.0
-    nan_at_kink = compare(np.array([np.nan, 1.0]), np.ones(2), 0, 0, exclude=np.array([1, 0], bool))
+    nan_at_kink = compare(
+        np.array([np.nan, 1.0]), np.ones(2), 0, 0, Marks(exclude=np.array([1, 0], bool))
+    )
     assert (nan_at_kink.agree, nan_at_kink.nonfinite, nan_at_kink.nonfinite_at_kink) == (
         False,
         1,
         1,
     )
     assert nan_at_kink.excluded == 0
-    nan_unknown = compare(np.array([np.nan, 1.0]), np.ones(2), 0, 0, unknown=np.array([1, 0], bool))
+    nan_unknown = compare(
+        np.array([np.nan, 1.0]), np.ones(2), 0, 0, Marks(unknown=np.array([1, 0], bool))
+    )
     assert (nan_unknown.agree, nan_unknown.nonfinite, nan_unknown.excluded) == (True, 0, 1)
 
 
 def test_many_excluded_values_show_the_first_eight():
     actual = np.arange(12.0)
-    left = compare(actual, np.zeros(12), 0, 0, exclude=np.ones(12, bool))
+    left = compare(actual, np.zeros(12), 0, 0, Marks(exclude=np.ones(12, bool)))
     assert left.excluded_values == tuple(float(v) for v in range(8))
     assert (left.agree, left.excluded, left.max_abs_error) == (True, 12, 0.0)
 
@@ -289,14 +293,14 @@ def test_bounds_accept_a_value_between_them_within_the_tolerance():
     rtol, atol = 0.01, 0.001
     slack = atol + rtol * 1.0
     for value, error in ((0.0, 0.0), (1.0, 0.0), (0.25, 0.0), (-slack, slack), (1 + slack, slack)):
-        check = compare(np.array([value, 0.5]), want, rtol, atol, bounds=(low, high))
+        check = compare(np.array([value, 0.5]), want, rtol, atol, Marks(bounds=(low, high)))
         assert (check.agree, check.bracketed) == (True, 1), value
         assert check.max_abs_error == pytest.approx(error, abs=1e-15)  # the distance outside
     for value in (-slack * 1.01, 1 + slack * 1.01):
-        check = compare(np.array([value, 0.5]), want, rtol, atol, bounds=(low, high))
+        check = compare(np.array([value, 0.5]), want, rtol, atol, Marks(bounds=(low, high)))
         assert (check.agree, check.bracketed) == (False, 0), value
         assert check.max_abs_error == pytest.approx(abs(value - 0.5), rel=1e-12)
-    near = compare(np.array([1.0 + slack / 2, 0.5]), want, rtol, atol, bounds=(low, high))
+    near = compare(np.array([1.0 + slack / 2, 0.5]), want, rtol, atol, Marks(bounds=(low, high)))
     assert near.max_abs_error == pytest.approx(slack / 2, rel=1e-9)  # the distance outside
 
 
@@ -304,16 +308,20 @@ def test_bounds_scale_their_slack_by_the_larger_side():
     want = np.array([-50.0])
     low, high = np.array([-100.0]), np.array([-10.0])
     rtol, atol = 0.01, 0.0
-    inside = compare(np.array([-10.0 + 0.99]), want, rtol, atol, bounds=(low, high))
-    outside = compare(np.array([-10.0 + 1.01]), want, rtol, atol, bounds=(low, high))
+    inside = compare(np.array([-10.0 + 0.99]), want, rtol, atol, Marks(bounds=(low, high)))
+    outside = compare(np.array([-10.0 + 1.01]), want, rtol, atol, Marks(bounds=(low, high)))
     assert (inside.agree, outside.agree) == (True, False)
-    below = compare(np.array([-100.0 - 0.99]), want, rtol, atol, bounds=(low, high))
+    below = compare(np.array([-100.0 - 0.99]), want, rtol, atol, Marks(bounds=(low, high)))
     assert below.agree
 
 
 def test_a_nan_between_bounds_is_not_between():
     check = compare(
-        np.array([np.nan]), np.array([0.5]), 0.0, 0.0, bounds=(np.array([0.0]), np.array([1.0]))
+        np.array([np.nan]),
+        np.array([0.5]),
+        0.0,
+        0.0,
+        Marks(bounds=(np.array([0.0]), np.array([1.0]))),
     )
     assert (check.agree, check.bracketed, check.nonfinite) == (False, 0, 1)
 
@@ -409,35 +417,35 @@ def test_the_fast_path_is_taken_exactly_where_it_applies():
     actual = want.copy()
     actual[-1] += 1e-6
     none = np.zeros(n, dtype=bool)
-    found = _agreeing(actual, want, 1.3e-6, 1e-5, none, None, none, none)
+    found = _agreeing(actual, want, 1.3e-6, 1e-5, Marks(exclude=none, huge=none, unknown=none))
     assert found == Comparison(agree=True, max_abs_error=found.max_abs_error, within_bound=True)
     assert found.max_abs_error == pytest.approx(1e-6, rel=1e-9)
-    assert _agreeing(actual, want, 1.3e-6, 1e-5, None, None, None, None) == found
+    assert _agreeing(actual, want, 1.3e-6, 1e-5, NO_MARKS) == found
     one = none.copy()
     one[5] = True
     handed_back = [
-        _agreeing(actual[:BLOCK], want[:BLOCK], 1.3e-6, 1e-5, None, None, None, None),
-        _agreeing(actual, want[::-1].copy().reshape(1, n), 1.3e-6, 1e-5, None, None, None, None),
-        _agreeing(actual, want, 1.3e-6, np.full(n, 1e-5), None, None, None, None),
-        _agreeing(actual, want, 1.3e-6, 1e-5, None, (want, want), None, None),
-        _agreeing(actual, want, 1.3e-6, 1e-5, one, None, None, None),
-        _agreeing(actual, want, 1.3e-6, 1e-5, None, None, one, None),
-        _agreeing(actual, want, 1.3e-6, 1e-5, None, None, None, one),
-        _agreeing(list(actual), want, 1.3e-6, 1e-5, None, None, None, None),
-        _agreeing(actual, list(want), 1.3e-6, 1e-5, None, None, None, None),
-        _agreeing(actual, want, 0.0, 1e-7, None, None, None, None),  # one element off
+        _agreeing(actual[:BLOCK], want[:BLOCK], 1.3e-6, 1e-5, NO_MARKS),
+        _agreeing(actual, want[::-1].copy().reshape(1, n), 1.3e-6, 1e-5, NO_MARKS),
+        _agreeing(actual, want, 1.3e-6, np.full(n, 1e-5), NO_MARKS),
+        _agreeing(actual, want, 1.3e-6, 1e-5, Marks(bounds=(want, want))),
+        _agreeing(actual, want, 1.3e-6, 1e-5, Marks(exclude=one)),
+        _agreeing(actual, want, 1.3e-6, 1e-5, Marks(huge=one)),
+        _agreeing(actual, want, 1.3e-6, 1e-5, Marks(unknown=one)),
+        _agreeing(list(actual), want, 1.3e-6, 1e-5, NO_MARKS),
+        _agreeing(actual, list(want), 1.3e-6, 1e-5, NO_MARKS),
+        _agreeing(actual, want, 0.0, 1e-7, NO_MARKS),  # one element off
     ]
     assert handed_back == [None] * len(handed_back)
     for index in (3, BLOCK - 1, BLOCK):  # NaN or inf where the reference is finite
         for bad in (np.nan, np.inf):
             wrong = actual.copy()
             wrong[index] = bad
-            assert _agreeing(wrong, want, 1.3e-6, 1e-5, None, None, None, None) is None
+            assert _agreeing(wrong, want, 1.3e-6, 1e-5, NO_MARKS) is None
 
 
 def test_a_nan_at_a_kink_is_never_close_even_to_a_nan_reference():
     kink = np.array([True, False])
-    check = compare(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), 0.0, 0.0, exclude=kink)
+    check = compare(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), 0.0, 0.0, Marks(exclude=kink))
     assert (check.agree, check.nonfinite, check.nonfinite_at_kink, check.excluded) == (
         False,
         1,
@@ -448,11 +456,13 @@ def test_a_nan_at_a_kink_is_never_close_even_to_a_nan_reference():
 
 def test_a_huge_reference_leaves_the_other_elements_judged():
     huge = np.array([True, False])
-    wrong = compare(np.array([np.inf, 5.0]), np.array([np.inf, 1.0]), 0.0, 0.0, huge=huge)
+    wrong = compare(np.array([np.inf, 5.0]), np.array([np.inf, 1.0]), 0.0, 0.0, Marks(huge=huge))
     assert (wrong.agree, wrong.nonfinite) == (False, 1)
-    right = compare(np.array([1.0, 2.0]), np.array([np.inf, 2.0]), 0, 0, exclude=huge, huge=huge)
+    right = compare(
+        np.array([1.0, 2.0]), np.array([np.inf, 2.0]), 0, 0, Marks(exclude=huge, huge=huge)
+    )
     assert (right.agree, right.excluded, right.max_abs_error) == (True, 1, 0.0)
-    finite = compare(np.array([1e308, 5.0]), np.array([np.inf, 5.0]), 0.0, 0.0, huge=huge)
+    finite = compare(np.array([1e308, 5.0]), np.array([np.inf, 5.0]), 0.0, 0.0, Marks(huge=huge))
     assert (finite.agree, finite.nonfinite, finite.max_abs_error) == (False, 0, np.inf)
 
 
@@ -601,7 +611,9 @@ def test_the_verdicts_marks_ranks_and_defaults():
 
 def test_a_huge_element_left_out_does_not_excuse_a_wrong_one_beside_it():
     huge = np.array([True, False])
-    check = compare(np.array([1.0, 5.0]), np.array([np.inf, 2.0]), 0, 0, exclude=huge, huge=huge)
+    check = compare(
+        np.array([1.0, 5.0]), np.array([np.inf, 2.0]), 0, 0, Marks(exclude=huge, huge=huge)
+    )
     assert (check.agree, check.excluded, check.max_abs_error) == (False, 1, 3.0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,35 +33,50 @@ class Comparison:
     excluded_values: tuple[float, ...] = ()
 
 
+@dataclass(frozen=True, eq=False)
+class Marks:
+    """The elements a comparison treats apart (None: none). ``exclude``: a
+    non-differentiable point; ``bounds``: (low, high) one-sided slopes, NaN where there are
+    none; ``huge``: a reference finite in exact arithmetic but past float64's range;
+    ``unknown``: the reference has no number."""
+
+    exclude: np.ndarray | None = None
+    bounds: tuple[np.ndarray, np.ndarray] | None = None
+    huge: np.ndarray | None = None
+    unknown: np.ndarray | None = None
+
+
+NO_MARKS = Marks()
+
+
 def compare(
     actual: np.ndarray,
     expected: np.ndarray,
     rtol: float,
     atol: float | np.ndarray,
-    exclude: np.ndarray | None = None,
-    bounds: tuple[np.ndarray, np.ndarray] | None = None,
-    huge: np.ndarray | None = None,
+    marks: Marks = NO_MARKS,
     relative: float = 0.0,
-    unknown: np.ndarray | None = None,
 ) -> Comparison:
     """``|actual - expected| <= atol + rtol*|expected|`` elementwise; NaN equals NaN and
-    an infinity equals the same infinity, except where ``huge`` marks a reference that is
-    finite in exact arithmetic but past float64's range. Elements in ``exclude`` (points
-    where the derivative is undefined) are left out while autograd is finite there; a NaN or
-    an infinity there is a failure. Elements in ``unknown`` (the reference has no number:
-    a numeric step outside the domain) are left out whatever autograd gives.
-    ``bounds`` (low, high; NaN where there are none) accept an element that misses
-    ``expected`` but lies between them within the same tolerance: the one-sided slopes where
-    a numeric step crosses a kink. There the error is the distance from the interval."""
-    quick = _agreeing(actual, expected, rtol, atol, exclude, bounds, huge, unknown)
+    an infinity equals the same infinity, except where ``marks.huge`` marks a reference
+    that is finite in exact arithmetic but past float64's range. Elements in
+    ``marks.exclude`` (points where the derivative is undefined) are left out while
+    autograd is finite there; a NaN or an infinity there is a failure. Elements in
+    ``marks.unknown`` (the reference has no number: a numeric step outside the domain) are
+    left out whatever autograd gives. ``marks.bounds`` (low, high; NaN where there are
+    none) accept an element that misses ``expected`` but lies between them within the same
+    tolerance: the one-sided slopes where a numeric step crosses a kink. There the error is
+    the distance from the interval. ``relative``: the rounding band of ``within_bound``."""
+    quick = _agreeing(actual, expected, rtol, atol, marks)
     if quick is not None:
         return quick
+    bounds = marks.bounds
     actual, expected = np.broadcast_arrays(np.asarray(actual), np.asarray(expected))
     shape = actual.shape
     none = np.zeros(shape, dtype=bool)
-    kinks = none if exclude is None else np.broadcast_to(exclude, shape)
-    huge = none if huge is None else np.broadcast_to(huge, shape)
-    unknown = none if unknown is None else np.broadcast_to(unknown, shape)
+    kinks = none if marks.exclude is None else np.broadcast_to(marks.exclude, shape)
+    huge = none if marks.huge is None else np.broadcast_to(marks.huge, shape)
+    unknown = none if marks.unknown is None else np.broadcast_to(marks.unknown, shape)
     with np.errstate(all="ignore"):
         bad = ~np.isfinite(actual)
         if bad.any():  # NaN or inf against a finite (or huge) reference, or at a kink
@@ -87,7 +103,8 @@ def compare(
             max_error = math.nan if np.isnan(checked).any() else float(checked.max())
         within, relative_max = agree, 0.0
         if not agree:
-            within, relative_max = _band(actual, expected, error, fine, bad, keep, relative, atol)
+            outcome = _Outcome(fine, bad, keep)
+            within, relative_max = _band(actual, expected, error, outcome, relative, atol)
     values = ()
     if some:
         values = tuple(float(v) for v in np.unique(actual[kinks & ~bad])[:8])  # PyTorch's, at kinks
@@ -112,10 +129,7 @@ def _agreeing(
     expected: np.ndarray,
     rtol: float,
     atol: float | np.ndarray,
-    exclude: np.ndarray | None,
-    bounds: tuple[np.ndarray, np.ndarray] | None,
-    huge: np.ndarray | None,
-    unknown: np.ndarray | None,
+    marks: Marks,
 ) -> Comparison | None:
     """``compare``'s answer for a large comparison in which every element agrees, worked
     out a block at a time (no array of the whole size is made); None when it does not
@@ -124,9 +138,9 @@ def _agreeing(
     ``_errors`` and ``isclose`` run on each block."""
     if not (isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)):
         return None
-    if actual.size <= BLOCK or actual.shape != expected.shape or np.ndim(atol) or bounds:
+    if actual.size <= BLOCK or actual.shape != expected.shape or np.ndim(atol) or marks.bounds:
         return None
-    if any(m is not None and m.any() for m in (exclude, huge, unknown)):
+    if any(m is not None and m.any() for m in (marks.exclude, marks.huge, marks.unknown)):
         return None
     a, e = actual.reshape(-1), expected.reshape(-1)
     none = np.zeros(min(BLOCK, a.size), dtype=bool)
@@ -168,18 +182,26 @@ def isclose(
     return close
 
 
+class _Outcome(NamedTuple):
+    """Per element: within tolerance or bounds (``fine``), NaN or infinite against a
+    finite reference (``bad``), counted in the verdict (``keep``)."""
+
+    fine: np.ndarray
+    bad: np.ndarray
+    keep: np.ndarray
+
+
 def _band(
     actual: np.ndarray,
     expected: np.ndarray,
     error: np.ndarray,
-    fine: np.ndarray,
-    bad: np.ndarray,
-    keep: np.ndarray,
+    outcome: _Outcome,
     relative: float,
     atol: float | np.ndarray,
 ) -> tuple[bool, float]:
     """Whether every kept element is within the rounding band ``atol + relative·|ref|``,
     and the largest relative error of a finite element."""
+    fine, bad, keep = outcome
     band = isclose(actual, expected, relative, atol)
     within = bool((fine | band)[keep].all() and not bad.any())
     ratios = np.where(error == 0, 0.0, error / np.abs(expected))[keep & ~bad]

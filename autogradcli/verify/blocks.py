@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from autogradcli.notes import Note
-from autogradcli.policy.compare import Comparison, compare
+from autogradcli.policy.compare import Comparison, Marks, compare
 from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, UNCHECKED, settle
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.results import Block
 from autogradcli.settings import Settings
-from autogradcli.verify.diagnose import check_cause, rounding_cause
+from autogradcli.verify.diagnose import Compared, Evidence, check_cause, rounding_cause
 from autogradcli.verify.judge import decided_notes, kink_cause_at
 from autogradcli.verify.reconcile import Decided
 
@@ -56,7 +56,7 @@ def make_block(
     if decided is not None and kinks is not None:
         expected, kinks = decided.expected, kinks & ~decided.decided
         bounds, smooth = decided.bounds, decided.smooth
-    check = compare(autograd, expected, rtol, atol, kinks, bounds, relative=relative)
+    check = compare(autograd, expected, rtol, atol, Marks(kinks, bounds), relative)
     cross_agree = None
     if cross is not None:
         cross_agree = compare(autograd, cross[0], *settings.tolerance).agree
@@ -67,7 +67,7 @@ def make_block(
             numeric,
             max(rtol, NUMERIC.rtol),
             max(atol, NUMERIC.atol) + numeric_widen,
-            kinks,
+            Marks(kinks),
         )
         numeric_agree = third.agree
     return Block(
@@ -158,15 +158,8 @@ def settle_blocks(
             settled.append(replace(block, reference_verdict=DISAGREE, cause=at_kink))
             continue
         cause = check_cause(
-            block.check,
-            block.autograd,
-            block.expected,
-            None,
-            dtype=dtype,
-            forward=forward,
-            float64=f64,
-            inputs_finite=inputs_finite,
-            kinks=set(block.kink_codes),
+            Compared(block.check, block.autograd, block.expected),
+            Evidence(dtype, forward, f64, inputs_finite, set(block.kink_codes)),
         )
         settled.append(replace(block, reference_verdict=verdict, cause=cause))
     return tuple(settled)

@@ -13,7 +13,7 @@ import numpy as np
 
 from autogradcli.lang.tree import Backward, Binary, Call, Name, Node, Num, operands, walk
 from autogradcli.lang.vocabulary import OPS
-from autogradcli.policy.compare import compare
+from autogradcli.policy.compare import Marks, compare
 from autogradcli.policy.verdict import AGREE, DISAGREE, ROUNDING, Cause, settle_confirmed
 from autogradcli.results import GradResult, LeafGrad
 
@@ -72,8 +72,8 @@ class Ledger:
             want,
             self.rtol,
             self.atol,
-            exclude=self.accepted.get(name),
-            relative=self.relative,
+            Marks(self.accepted.get(name)),
+            self.relative,
         )
         earlier = self.verdicts.get(name, [])
         verdict = settle_confirmed(check, DISAGREE not in earlier)

@@ -9,7 +9,9 @@ is read from the gradients themselves (NaN against a finite reference, and so on
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +33,30 @@ def largest(dtype: str) -> float:
     return float(torch.finfo(getattr(torch, dtype)).max)
 
 
+@dataclass(frozen=True, eq=False)
+class Replay:
+    """The forward pass being replayed: the program, its trace (node values), the model
+    that gives each node's precise value, the inputs as the dtype rounded them, the dtype."""
+
+    expression: Program
+    trace: Any
+    model: Any
+    seen: dict[str, np.ndarray]
+    dtype: str
+
+
+class Problem(NamedTuple):
+    """What is wrong with one node's value (``kind``) at its first such element (flat
+    ``index``), with the node's values in the dtype and in exact arithmetic."""
+
+    kind: str
+    index: int
+    node: Node
+    actual: np.ndarray
+    exact: np.ndarray
+    huge: np.ndarray
+
+
 def forward_cause(
     expression: Program, trace: Any, model: Any, seen: dict[str, np.ndarray], dtype: str
 ) -> Cause | None:
@@ -40,6 +66,7 @@ def forward_cause(
 
     from autogradcli.torchside.build import to_numpy
 
+    replay = Replay(expression, trace, model, seen, dtype)
     wrong: dict[int, bool] = {}
     steps = {s.name: s.node for s in expression.steps}
     origins: list[Cause] = []
@@ -58,8 +85,7 @@ def forward_cause(
         if found is None or any(wrong.get(id(op), False) for op in operands(node)):
             continue
         kind, index = found
-        args = (kind, index, node, actual, exact, huge, expression, trace, model, seen, dtype)
-        origins.append(_cause(*args))
+        origins.append(_cause(Problem(kind, index, node, actual, exact, huge), replay))
     return max(origins, key=_harm, default=None)  # the first of the most harmful
 
 
@@ -93,19 +119,10 @@ def _problem(
     return None
 
 
-def _cause(
-    kind: str,
-    index: int,
-    node: Node,
-    actual: np.ndarray,
-    exact: np.ndarray,
-    huge: np.ndarray,
-    expression: Program,
-    trace: Any,
-    model: Any,
-    seen: dict[str, np.ndarray],
-    dtype: str,
-) -> Cause:
+def _cause(problem: Problem, replay: Replay) -> Cause:
+    """The cause a node's ``problem`` names, read from its operands and float64."""
+    kind, index, node, actual, exact, huge = problem
+    dtype = replay.dtype
     actual, exact = np.broadcast_arrays(actual, exact)
     value, truth = float(actual.reshape(-1)[index]), float(exact.reshape(-1)[index])
     data: dict[str, Any] = {"node": unparse(node), "dtype": dtype, "value": value}
@@ -119,17 +136,17 @@ def _cause(
     if not np.isfinite(value) and np.isfinite(truth):  # right operands, a result in range
         return Cause("overflow", {**data, "max": largest(dtype), "inside": True})
     data["kind"] = _loss_kind(node, value)
-    rounded = _rounded_operand(node, trace, model, seen, index)
+    rounded = _rounded_operand(node, replay, index)
     if rounded is not None:
         data.update(rounded)
     elif _is_function(node):
-        wide = _float64_value(node, expression, trace, seen, dtype, index)
+        wide = _float64_value(node, replay, index)
         if wide is not None and _off(wide, truth, "float64"):  # float64 is as far off
             return Cause(
                 "mismatch",
                 {**data, "float64_value": wide, "float64_error": abs(wide - truth)},
             )
-    fed = _fed_to(node, expression)
+    fed = _fed_to(node, replay.expression)
     if fed is not None:
         data["fed_to"] = fed
     return Cause("precision_loss", data)
@@ -149,24 +166,18 @@ def _off(value: float, exact: float, dtype: str) -> bool:
     return bool(not abs(value - exact) <= limit * abs(exact))
 
 
-def _float64_value(
-    node: Node,
-    expression: Program,
-    trace: Any,
-    seen: dict[str, np.ndarray],
-    dtype: str,
-    index: int,
-) -> float | None:
+def _float64_value(node: Node, replay: Replay, index: int) -> float | None:
     """The node's value when the same inputs run in float64 (the trace itself in float64)."""
     import torch
 
     from autogradcli.torchside.build import forward, to_numpy
 
-    if dtype != "float64":
-        env = {n: torch.tensor(v, dtype=torch.float64) for n, v in seen.items()}
+    trace = replay.trace
+    if replay.dtype != "float64":
+        env = {n: torch.tensor(v, dtype=torch.float64) for n, v in replay.seen.items()}
         try:
             with torch.no_grad():
-                trace = forward(expression, env, torch.float64, torch.device("cpu"))
+                trace = forward(replay.expression, env, torch.float64, torch.device("cpu"))
         except (RuntimeError, ValueError, TypeError, AutogradCliError):
             return None  # no float64 evidence: the dtype's cause stands
     value = trace.values.get(id(node))
@@ -186,14 +197,13 @@ def _loss_kind(node: Node, value: float) -> str:
     return "inexact"
 
 
-def _rounded_operand(
-    node: Node, trace: Any, model: Any, seen: dict[str, np.ndarray], index: int
-) -> dict[str, Any] | None:
+def _rounded_operand(node: Node, replay: Replay, index: int) -> dict[str, Any] | None:
     """An operand the dtype rounded to exactly 0 or ±1 while its exact value is not."""
     import torch
 
     from autogradcli.torchside.build import to_numpy
 
+    trace, model, seen = replay.trace, replay.model, replay.seen
     for op in operands(node):
         value = trace.values.get(id(op))
         if not isinstance(value, torch.Tensor) or isinstance(op, Num):
@@ -236,22 +246,39 @@ def _fed_to(node: Node, expression: Program) -> str | None:
     return None
 
 
-def check_cause(
-    check: Comparison,
-    actual: np.ndarray,
-    expected: np.ndarray,
-    huge: np.ndarray | None,
-    *,
-    dtype: str,
-    forward: Cause | None,
-    float64: Comparison | None,
-    inputs_finite: bool,
-    kinks: set[str] = frozenset(),  # type: ignore[assignment]
-    noise: np.ndarray | None = None,
-) -> Cause:
+@dataclass(frozen=True, eq=False)
+class Compared:
+    """A comparison and the numbers it compared (``huge``: a reference past float64's
+    range; None: none)."""
+
+    check: Comparison
+    actual: np.ndarray
+    expected: np.ndarray
+    huge: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Evidence:
+    """What else a failed check's cause is read from: the dtype, the forward pass's cause
+    (None: it went right), float64's comparison (None: the run is float64), whether every
+    input was finite, the kinks on the path, and float64's own rounding ``noise`` (a
+    float64 run only; ``float64_noise``)."""
+
+    dtype: str
+    forward: Cause | None = None
+    float64: Comparison | None = None
+    inputs_finite: bool = True
+    kinks: AbstractSet[str] = frozenset()
+    noise: np.ndarray | None = None
+
+
+def check_cause(compared: Compared, evidence: Evidence) -> Cause:
     """The cause of a failed check, from what its numbers and the forward pass show.
-    ``noise``: for a float64 run, the bound on its own rounding noise (``float64_noise``);
-    an error within it is float64's cancellation (precision loss), not a mismatch."""
+    ``evidence.noise``: for a float64 run, the bound on its own rounding noise; an error
+    within it is float64's cancellation (precision loss), not a mismatch."""
+    check, huge = compared.check, compared.huge
+    dtype, forward, float64 = evidence.dtype, evidence.forward, evidence.float64
+    kinks, noise = evidence.kinks, evidence.noise
     if check.nonfinite_at_kink:
         return Cause(
             "non_differentiable",
@@ -259,9 +286,11 @@ def check_cause(
         )
     if forward is not None:
         return forward
-    if not inputs_finite:
+    if not evidence.inputs_finite:
         return Cause("nonfinite_input", {"dtype": dtype})
-    actual, expected = np.broadcast_arrays(np.asarray(actual), np.asarray(expected))
+    actual, expected = np.broadcast_arrays(
+        np.asarray(compared.actual), np.asarray(compared.expected)
+    )
     huge = np.zeros(actual.shape, bool) if huge is None else np.broadcast_to(huge, actual.shape)
     with np.errstate(all="ignore"):
         past = np.isfinite(expected) & (np.abs(expected) > largest(dtype))

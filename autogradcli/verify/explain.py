@@ -24,7 +24,7 @@ from autogradcli.lang.shapes import infer_shape
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Binary, Call, Index, Name, Node, Num, Program, cut, operands
 from autogradcli.lang.vocabulary import CONSTANTS, OPS
-from autogradcli.policy.compare import compare
+from autogradcli.policy.compare import Marks, compare
 from autogradcli.reference import Model
 from autogradcli.reference.bounds import precise_value
 from autogradcli.reference.expected import Expected
@@ -60,7 +60,7 @@ def explain(
             name = leaf_of[id(variable)]
             arriving = record.arriving[0]
             assert arriving is not None
-            check = compare(arriving, expected.grads[name], *tolerance, expected.kinks[name])
+            check = compare(arriving, expected.grads[name], *tolerance, Marks(expected.kinks[name]))
             kind = type(record.fn).__name__
             label = name + "".join(
                 f" · hook {h.text} runs first"
@@ -118,7 +118,7 @@ class _Node:
         arriving = self.recorder.records[id(self.group[0])].arriving[0]
         assert arriving is not None
         want, kinks = self.arriving_expected()
-        check = compare(arriving, want, *bound.settings.tolerance, kinks)
+        check = compare(arriving, want, *bound.settings.tolerance, Marks(kinks))
         flows = tuple(self.flows(want, kinks))
         grad_fns = tuple(type(fn).__name__ for fn in self.group)
         return NodeStep(self.index, grad_fns, self.owner.label, arriving, want, check.agree, flows)
@@ -168,7 +168,7 @@ class _Node:
                 local_text, (want_k, excluded) = f"J{k + 1}ᵀ (component-wise)", expected[k]
             else:
                 local_text, want_k, excluded = self.elementwise(inputs, values, k, want, kinks)
-            check = compare(grad, want_k, *bound.settings.tolerance, excluded)
+            check = compare(grad, want_k, *bound.settings.tolerance, Marks(excluded))
             label = label_of(inputs[k], bound.program)
             flows.append(Flow(label, local_text, grad, want_k, check.max_abs_error, check.agree))
         return flows
@@ -328,7 +328,7 @@ def _vjp_checks(
         jac, shape = jacobians[n], bound.shapes[n]
         jtw = vjp.grads[n] if jac is None else (jac.T @ weights.reshape(-1)).reshape(shape)
         agree = all(
-            compare(a, b, *bound.settings.tolerance, vjp.kinks[n]).agree
+            compare(a, b, *bound.settings.tolerance, Marks(vjp.kinks[n])).agree
             for a, b in ((first_grads[n], jtw), (sum_grad, jtw), (vjp.grads[n], jtw))
         )
         checks.append(VjpCheck(n, jac, jtw, first_grads[n], sum_grad, agree))

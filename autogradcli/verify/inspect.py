@@ -7,7 +7,7 @@ import numpy as np
 from autogradcli.bind import named_tensors
 from autogradcli.lang.tree import Call, Leaf, Node, Program, cut
 from autogradcli.messages import GRAD_NONE_MADE_BY
-from autogradcli.policy.compare import compare
+from autogradcli.policy.compare import Marks, compare
 from autogradcli.reference import Model
 from autogradcli.results import TensorResult, VariableResult
 from autogradcli.torchside.build import Trace, to_numpy
@@ -57,7 +57,7 @@ def inspect_tensors(
                 kept, kinks = _kept_grad(session, model, origin, name, value.shape)
                 grad_expected = scale * kept
                 tolerance = bound.settings.tolerance
-                grad_agree = compare(grad, grad_expected, *tolerance, kinks).agree
+                grad_agree = compare(grad, grad_expected, *tolerance, Marks(kinks)).agree
         rows.append(
             TensorResult(
                 name=shown.get(name, name),

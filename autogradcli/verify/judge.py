@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from autogradcli.notes import Note
-from autogradcli.policy.compare import Comparison, compare, isclose
+from autogradcli.policy.compare import Comparison, Marks, compare, isclose
 from autogradcli.policy.verdict import (
     AGREE,
     DISAGREE,
@@ -31,6 +31,8 @@ from autogradcli.results import PassResult, VariableResult
 from autogradcli.settings import TOLERANCES
 from autogradcli.torchside.run import Autograd, Passes, Session, float64_run
 from autogradcli.verify.diagnose import (
+    Compared,
+    Evidence,
     check_cause,
     float64_noise,
     forward_cause,
@@ -73,7 +75,7 @@ def float64_checks(
     at the dtype's ``tolerance``."""
     run = float64_run(session)
     rtol, atol = TOLERANCES["float64"]
-    output = compare(run.output, expected.output, rtol, atol, huge=expected.output_huge)
+    output = compare(run.output, expected.output, rtol, atol, Marks(huge=expected.output_huge))
     grads, numeric = {}, {}
     for name, got in run.grads.items():
         error = reference.error_of(name)
@@ -86,10 +88,7 @@ def float64_checks(
             expected.grads[name],
             rtol,
             atol if error is None else atol + np.where(np.isfinite(error), error, 0.0),
-            expected.kinks[name],
-            bounds(expected, name),
-            expected.huge.get(name),
-            unknown=unknown,
+            Marks(expected.kinks[name], bounds(expected, name), expected.huge.get(name), unknown),
         )
         if numbers is not None:
             numeric[name] = compare(
@@ -97,9 +96,9 @@ def float64_checks(
                 numbers.grads[name],
                 max(rtol, NUMERIC.rtol),
                 max(atol, NUMERIC.atol),
-                expected.kinks[name],
-                bounds(numbers, name),
-                unknown=numbers.unknown_of(name),
+                Marks(
+                    expected.kinks[name], bounds(numbers, name), unknown=numbers.unknown_of(name)
+                ),
             )
     return Float64Checks(output, grads, numeric)
 
@@ -134,8 +133,8 @@ class Judge:
             expected.output,
             self.rtol,
             self.atol,
-            huge=expected.output_huge,
-            relative=self.relative,
+            Marks(huge=expected.output_huge),
+            self.relative,
         )
         self._float64: Float64Checks | None = None
         self._checks: dict[tuple[str, int, int], Comparison] = {}
@@ -158,11 +157,10 @@ class Judge:
             times(scale, e.grads[name]),
             self.rtol,
             self.atol,
-            e.kinks[name],
-            bounds(e, name, scale),
-            e.huge.get(name),
+            Marks(
+                e.kinks[name], bounds(e, name, scale), e.huge.get(name), self.unchecked(name, scale)
+            ),
             self.relative,
-            self.unchecked(name, scale),
         )
 
     def unchecked(self, name: str, scale: int) -> np.ndarray | None:
@@ -189,10 +187,12 @@ class Judge:
             times(scale, self.numbers.grads[name]),
             max(self.rtol, NUMERIC.rtol),
             max(self.atol, NUMERIC.atol),
-            self.expected.kinks[name],
-            bounds(self.numbers, name, scale),
-            relative=self.relative,
-            unknown=self.numbers.unknown_of(name),
+            Marks(
+                self.expected.kinks[name],
+                bounds(self.numbers, name, scale),
+                unknown=self.numbers.unknown_of(name),
+            ),
+            self.relative,
         )
 
     def float64(self) -> Float64Checks | None:
@@ -215,34 +215,24 @@ class Judge:
     def cause(
         self,
         verdict: str,
-        check: Comparison,
+        compared: Compared,
         pick: Pick,
-        actual: np.ndarray,
-        want: np.ndarray,
-        huge: np.ndarray | None,
-        kinks: set[str],
+        kinks: set[str] | frozenset[str] = frozenset(),
         noise: np.ndarray | None = None,
     ) -> Cause | None:
+        """The cause of a ``verdict`` that is not agree (None for agree and unchecked):
+        ``pick`` chooses the same check among float64's; ``kinks`` and ``noise`` as in
+        ``diagnose.Evidence``."""
         if verdict in (AGREE, UNCHECKED):
             return None
         f64 = self.float64()
         f64_check = None if f64 is None else pick(f64)
         if verdict == ROUNDING:
             assert f64_check is not None
-            return rounding_cause(check, f64_check, self.dtype, self.relative)
+            return rounding_cause(compared.check, f64_check, self.dtype, self.relative)
         finite = all(bool(np.all(np.isfinite(v))) for v in self.session.seen.values())
-        return check_cause(
-            check,
-            actual,
-            want,
-            huge,
-            dtype=self.dtype,
-            forward=self.forward(),
-            float64=f64_check,
-            inputs_finite=finite,
-            kinks=kinks,
-            noise=noise,
-        )
+        evidence = Evidence(self.dtype, self.forward(), f64_check, finite, kinks, noise)
+        return check_cause(compared, evidence)
 
     def float64_noise(self) -> dict[str, np.ndarray]:
         """float64's rounding noise in each .grad (``diagnose.float64_noise``), computed once."""
@@ -264,11 +254,8 @@ class Judge:
     def output(self) -> tuple[str, Cause | None]:
         check, e = self.output_check, self.expected
         verdict = self.settle(check, lambda f: f.output)
-        output = self.autograd.output
-        cause = self.cause(
-            verdict, check, lambda f: f.output, output, e.output, e.output_huge, set()
-        )
-        return verdict, cause
+        compared = Compared(check, self.autograd.output, e.output, e.output_huge)
+        return verdict, self.cause(verdict, compared, lambda f: f.output)
 
     def variable(self, name: str, derivative: str | None, chain: str | None) -> VariableResult:
         """Gradient, reference, verdict, cause and notes of one differentiated variable."""
@@ -286,9 +273,8 @@ class Judge:
             noise = None
             if self.dtype == "float64" and verdict == DISAGREE and self.exact:
                 noise = times(scale, self.float64_noise()[name])
-            cause = self.cause(
-                verdict, check, lambda f: f.grads[name], grad, want, huge, codes, noise
-            )
+            compared = Compared(check, grad, want, huge)
+            cause = self.cause(verdict, compared, lambda f: f.grads[name], codes, noise)
         unknown = e.unknown_of(name)
         marked = e.kinks[name] if unknown is None else e.kinks[name] | unknown
         loose = self.reference.unchecked(name, self.rtol, self.atol, scale)
