@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from autogradcli.errors import OptionError, VariableError
+from autogradcli.lang.tree import Program
 from autogradcli.results import PlotResult
-from autogradcli.settings import Settings, number, parse_number
+from autogradcli.settings import Limits, Settings, number, parse_number
 
 
 def parse_range(text: str) -> tuple[float, float]:
@@ -87,7 +89,8 @@ def sample(
     name = wrt or (free[0] if len(free) == 1 else None)
     if name is None or name not in program.variables:
         raise VariableError("plot_wrt", variables=list(program.variables))
-    xs = np.linspace(lo, hi, points)
+    switches_at, kinks_at = kink_points(program, name, (lo, hi), given, chosen.limits, order)
+    xs = np.union1d(np.linspace(lo, hi, points), switches_at)
     inputs = {**given, name: xs}
     const = [n for n in program.variables if n != name]
     f, f_expected, computed, expected, verdict, (rtol, atol) = _derivatives(
@@ -97,8 +100,9 @@ def sample(
         close = np.isclose(computed, expected, rtol=rtol, atol=atol, equal_nan=True)
         undefined = ~np.isfinite(expected)
     off = ~close & ~undefined  # a finite reference the autograd value misses
-    none = np.zeros(points, dtype=bool)
+    none = np.zeros(xs.size, dtype=bool)
     accepted = verdict != "disagree"  # then the misses are kinks the check left out
+    at_kink = np.isin(xs, kinks_at)
     return PlotResult(
         expression=expression,
         wrt=name,
@@ -109,12 +113,73 @@ def sample(
         autograd=np.asarray(computed, dtype=np.float64),
         expected=np.asarray(expected, dtype=np.float64),
         disagree=none if accepted else off,
-        kinks=off if accepted else none,
+        kinks=(off if accepted else none) | (at_kink & ~off),
         undefined=undefined,
         fixed={k: str(v) for k, v in given.items()},
         verdict=verdict,
         strict=chosen.strict,
     )
+
+
+# At most this many kinks are added to a plot's points, and SymPy gets at most this long
+# to find them: a kink it cannot solve for within that is drawn only if a point meets it.
+MAX_KINKS = 64
+KINK_SECONDS = 2.0
+SIDE_STEP = 1e-7  # relative: the two sides of a kink, where the derivative is compared
+
+
+def kink_points(
+    program: Program,
+    name: str,
+    span: tuple[float, float],
+    fixed: Mapping[str, Any],
+    limits: Limits,
+    order: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The points of ``span`` where an operation switches (each switch of a jump in SymPy's
+    ``order``-th derivative along ``name``: ``Heaviside``, ``sign``, ``Piecewise``, solved for
+    ``name`` with the other inputs at their scalar values), and those of them where the
+    derivative jumps (its two sides differ): the kinks. Autograd's rule at a switch may
+    be wrong even where there is no kink, so the plot samples both. Empty when the program
+    is not elementwise or SymPy cannot say in time."""
+    from autogradcli.lang.analysis import is_elementwise
+    from autogradcli.reference.elementwise import SymbolicModel
+    from autogradcli.reference.evaluate import evaluate_float
+    from autogradcli.reference.terms import JUMPS, diff, switches
+    from autogradcli.reference.timeout import SympyTimeout, within
+
+    scalars = {n: v for n, v in fixed.items() if np.ndim(v) == 0}
+    none = (np.empty(0), np.empty(0))
+    others = set(program.variables) - {name}
+    if not is_elementwise(program) or not others <= scalars.keys():
+        return none
+
+    def solve() -> tuple[np.ndarray, np.ndarray]:
+        model = SymbolicModel(program, {n: () for n in program.variables}, limits)
+        x = model.symbols[name]
+        values = {model.symbols[n]: sp.Float(float(v)) for n, v in scalars.items()}
+        derivative = diff(model.output.expr.subs(values), x, order)
+        found: set[float] = set()
+        for atom in derivative.atoms(*JUMPS):
+            for switch in switches(atom):
+                if switch.free_symbols != {x}:
+                    continue
+                roots = sp.solveset(switch, x, sp.Interval(*span))
+                if isinstance(roots, sp.FiniteSet) and len(roots) <= MAX_KINKS:
+                    found |= {float(r) for r in roots if r.is_real}
+        points = np.array(sorted(found)[:MAX_KINKS], dtype=np.float64)
+        step = SIDE_STEP * np.maximum(np.abs(points), 1.0)
+        left, right = (evaluate_float(derivative, {x: points + s}) for s in (-step, step))
+        with np.errstate(all="ignore"):
+            jumps = ~np.isclose(left, right, rtol=1e-6, atol=1e-9) | (
+                np.isfinite(left) != np.isfinite(right)
+            )
+        return points, points[jumps]
+
+    try:
+        return within(min(KINK_SECONDS, limits.sympy_seconds), solve)
+    except (SympyTimeout, TypeError, ValueError, NotImplementedError):
+        return none
 
 
 def _count(name: str, value: Any) -> int | float:

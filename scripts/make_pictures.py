@@ -46,7 +46,7 @@ def plots(folder: Path) -> None:
     from autogradcli.sample import sample
 
     for name, (text, span, order) in PLOTS.items():
-        to_file(sample(text, span=span, points=301, order=order, device="cpu"), folder / name)
+        to_file(sample(text, span=span, order=order, device="cpu"), folder / name)
 
 
 if __name__ == "__main__":

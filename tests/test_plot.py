@@ -44,6 +44,37 @@ def test_kinks_and_undefined_points_are_marked():
     assert edge.undefined[edge.x < 0].all() and not edge.undefined[edge.x > 0].any()
 
 
+@pytest.mark.parametrize(
+    ("expression", "span", "kinks", "size"),
+    [
+        ("relu(x) - abs(x - 1)", (-2, 3), [0.0, 1.0], 202),  # the docs' picture, 200 points
+        ("abs(sin(x))", (-4, 4), [-np.pi, 0.0, np.pi], 203),  # transcendental switches
+        ("clamp(x, -1, 1)", (-3, 3), [-1.0, 1.0], 202),
+        ("where(x > 1, x, 2*x)", (-3, 3), [1.0], 201),
+        ("x**2", (-3, 3), [], 200),
+    ],
+)
+def test_every_kink_of_the_range_is_sampled_and_circled(expression, span, kinks, size):
+    r = sample(expression, span=span)
+    assert r.x.size == size and r.verdict == "agree"
+    assert r.x[r.kinks].tolist() == pytest.approx(kinks, abs=1e-12)
+
+
+def test_a_switch_without_a_kink_is_sampled_and_checked():
+    r = sample("relu(x) - relu(-x)", span=(-2, 3))  # the function is x: no kink at 0
+    assert r.x.size == 201 and not r.kinks.any()
+    assert r.verdict == "disagree" and r.x[r.disagree].tolist() == [0.0]
+    run = cli("plot", "relu(x) - relu(-x)", "--x", "-2:3", "--json")
+    assert run.exit_code == 1 and run.json()["disagree"].count(True) == 1
+
+
+def test_kinks_at_a_fixed_value_of_another_variable():
+    r = sample("abs(x - a)", {"a": 0.5}, span=(-1, 1), points=5)
+    assert r.x.tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0] and r.x[r.kinks].tolist() == [0.5]
+    shifted = sample("abs(x - a)", {"a": 0.3}, span=(-1, 1), points=5)
+    assert shifted.x.size == 6 and shifted.x[shifted.kinks].tolist() == [0.3]
+
+
 def test_a_wrong_derivative_marks_the_points(wrong_sin):
     r = sample("sin(x)", span=(0.5, 1.5), points=11)
     assert r.verdict == "disagree" and r.disagree.all()
