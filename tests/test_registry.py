@@ -94,6 +94,67 @@ def test_a_removed_command_is_gone(doubled):
     assert done.exit_code == 2 and "a line starts with a command (grad, jacobian, jvp" in done.error
 
 
+# --- a throwaway function: one entry in the table, every stage following ---------------------
+
+
+@pytest.fixture
+def cube():
+    """``cube(x)``, added to the vocabulary's table as one ``Op`` and taken out after."""
+    from autogradcli.lang import vocabulary
+    from autogradcli.lang.ops import Op
+
+    entry = vocabulary.add(
+        Op(
+            "cube",
+            torch=lambda torch, a: torch.pow(a, 3),
+            sympy=lambda sp, a: a**3,
+            spelled=("bare", "torch", "Tensor"),
+            note="x**3",
+        )
+    )
+    yield entry
+    vocabulary.remove("cube")
+
+
+def test_a_function_added_to_the_table_works_end_to_end(cube):
+    from autogradcli.lang.parser import parse_expression
+    from autogradcli.lang.text import unparse
+    from autogradcli.lang.vocabulary import BARE, SPELLINGS, function_names
+
+    assert {"cube", "torch.cube", "Tensor.cube"} <= set(SPELLINGS) and "cube" in BARE
+    assert function_names()[-1] == "cube"
+    assert unparse(parse_expression("x.cube() + torch.cube(y)").root) == "cube(x) + cube(y)"
+    result = ag.grad("sum(cube(x))", x=[1.0, -2.0], dtype="float64")
+    assert result.output == -7.0 and result.grads["x"].tolist() == [3.0, 12.0]  # torch
+    assert result.variables["x"].derivative == "3*x**2"  # SymPy's diff of the entry's form
+    assert result.variables["x"].expected.tolist() == [3.0, 12.0]
+    assert (result.expected_by, result.verdict) == ("SymPy", "agree")
+    assert ag.hessian("cube(x)", x=2.0).blocks[0].expected.tolist() == 12.0
+    run = cli("grad", "cube(x)", "--x", "2")
+    assert run.exit_code == 0 and "3*x**2" in run.stdout
+    assert "✓ autograd and SymPy agree" in run.stdout
+
+
+def test_a_function_whose_torch_side_is_wrong_is_caught_and_a_removed_one_is_unknown(cube):
+    from autogradcli.lang import vocabulary
+    from autogradcli.lang.ops import Op
+
+    vocabulary.add(Op("twisted", torch=lambda torch, a: a**3, sympy=lambda sp, a: a**3 + a))
+    try:
+        assert ag.grad("twisted(x)", x=2.0).verdict == "disagree"
+        assert cli("grad", "twisted(x)", "--x", "2").exit_code == 1
+        with pytest.raises(ValueError, match="already holds an operation named 'cube'"):
+            vocabulary.add(cube)
+    finally:
+        vocabulary.remove("twisted")
+    run = cli("grad", "twisted(x)", "--x", "2")
+    assert (run.exit_code, run.stderr) == (
+        2,
+        "Error: unknown function 'twisted' (autograd-cli grad --help lists the functions)\n",
+    )
+    assert "twisted" not in vocabulary.SPELLINGS and "twisted" not in vocabulary.BARE
+
+
 # --- the lists derived from it ----------------------------------------------------------------
 
 

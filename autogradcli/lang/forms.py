@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from autogradcli.errors import ShapeError
@@ -286,29 +287,43 @@ def clamp_term(sp: Any, a: Any, low: Any = None, high: Any = None) -> Any:
 # --- the table ---------------------------------------------------------------------------------
 
 
-def math_op(
-    name: str,
-    sympy_name: str | None = None,
-    *,
-    np_name: str | None = None,
-    math_name: str | None = "",
-    also: tuple[str, ...] = (),
-    kink: str = "",
-    atoms: tuple[str, ...] = (),
-    note: str = "",
-) -> Op:
+@dataclass(frozen=True)
+class Names:
+    """How the libraries name an element-wise function where it is not by the entry's own
+    name: SymPy's function, NumPy's, ``math``'s (None: ``math`` has none), and PyTorch's
+    other spellings (``torch.arcsin``)."""
+
+    sympy: str = ""
+    numpy: str = ""
+    math: str | None = ""
+    also: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Kink:
+    """Where an entry is not differentiable (a sentence), and the SymPy jumps that show it
+    in a derivative (``Heaviside``, ``sign``, ``Piecewise``)."""
+
+    text: str
+    atoms: tuple[str, ...] = ()
+
+
+NO_KINK = Kink("")
+
+
+def math_op(name: str, names: Names = Names(), *, kink: Kink = NO_KINK, note: str = "") -> Op:
     """An elementwise function that torch, SymPy, NumPy and math all call by a name."""
-    sympy_attr = sympy_name or name
-    spelled = ["bare", "torch", "Tensor", f"np.{np_name or name}", *also]
-    if math_name is not None:
-        spelled.append(f"math.{math_name or name}")
+    sympy_attr = names.sympy or name
+    spelled = ["bare", "torch", "Tensor", f"np.{names.numpy or name}", *names.also]
+    if names.math is not None:
+        spelled.append(f"math.{names.math or name}")
     return Op(
         name,
         torch=lambda torch, a: getattr(torch, name)(a),
         sympy=lambda sp, a: getattr(sp, sympy_attr)(a),
         spelled=tuple(spelled),
-        kink=kink,
-        kink_atoms=atoms,
+        kink=kink.text,
+        kink_atoms=kink.atoms,
         note=note,
     )
 
@@ -354,10 +369,11 @@ def loss(
     expand: Callable[..., Node],
     *params: Param,
     optional: tuple[str, ...] = (),
-    kink: str = "",
-    atoms: tuple[str, ...] = (),
+    kink: Kink = NO_KINK,
     note: str = "",
 ) -> Op:
+    """A loss of ``torch.nn.functional`` (input, target, optional weights, ``reduction``),
+    its reference a definition through other operations (``expand``)."""
     tensors = ("input", "target", *optional)
 
     def run(torch: Any, a: Any, t: Any, **kwargs: Any) -> Any:
@@ -372,8 +388,8 @@ def loss(
         optional=frozenset(optional),
         params=(*params, Param("reduction", "text", "mean", REDUCTION)),
         spelled=("bare", "F"),
-        kink=kink,
-        kink_atoms=atoms,
+        kink=kink.text,
+        kink_atoms=kink.atoms,
         note=note,
         reduces=True,
         kind="loss",
