@@ -12,7 +12,7 @@ here comes from ``sympy.diff``; nothing is taken from PyTorch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,20 @@ class Block:
     expr: sp.Expr
     shape: Shape
     kind: str | None = None  # "sum" or "mean" for a reduction block, None for the output
+
+
+@dataclass
+class _Pass:
+    """One reverse pass of the model: the inputs' values (and the reductions' as they are
+    evaluated), the gradients summed so far (None: nothing added yet), the inputs wanted,
+    the arithmetic, and where kinks are marked (``kinks`` None: not marked)."""
+
+    env: dict[sp.Symbol, Any]
+    grads: dict[str, Any]
+    differentiate: frozenset[str]
+    arith: Arith
+    kinks: dict[str, np.ndarray] | None = None
+    notes: dict[str, set[str]] = field(default_factory=dict)
 
 
 class _Terms(SympyTerms):
@@ -245,8 +259,9 @@ class SymbolicModel:
         upstream = np.broadcast_to(arith.array(weights), self.output.shape)
         self._exact_zeros = exact_zeros
         self._marked = set()
+        run = _Pass(env, grads, differentiate, arith, kinks, notes)
         with np.errstate(all="ignore"):
-            self._vjp(self.output, upstream, env, grads, kinks, notes, differentiate, arith)
+            self._vjp(self.output, upstream, run)
         for name, grad in grads.items():
             if grad is None:  # no path from the output to this input: its gradient is 0
                 grads[name] = arith.array(np.zeros(self.shapes[name]))
@@ -267,19 +282,11 @@ class SymbolicModel:
                     total = total * arith.number(sp.Rational(1, math.prod(block.shape)))
                 env[symbol] = total
 
-    def _vjp(
-        self,
-        block: Block,
-        upstream: np.ndarray,
-        env: dict[sp.Symbol, Any],
-        grads: dict[str, Any],
-        kinks: dict[str, np.ndarray] | None,
-        notes: dict[str, set[str]],
-        differentiate: frozenset[str],
-        arith: Arith,
-    ) -> None:
-        """Add ``upstream``'s vector-Jacobian product through ``block`` to ``grads``
-        (recursing into reductions); with ``kinks``, also mark the inputs that move a kink."""
+    def _vjp(self, block: Block, upstream: np.ndarray, run: _Pass) -> None:
+        """Add ``upstream``'s vector-Jacobian product through ``block`` to the pass's
+        ``grads`` (recursing into reductions); with its ``kinks``, also mark the inputs that
+        move a kink."""
+        env, arith, differentiate, kinks = run.env, run.arith, run.differentiate, run.kinks
         names = {s: n for n, s in self.symbols.items() if n in differentiate}
         zero = arith.number(sp.Integer(0))
         for symbol in sorted(block.expr.free_symbols, key=str):  # a fixed order of sums
@@ -301,45 +308,38 @@ class SymbolicModel:
                     site = (id(block), atom, at.tobytes())
                     if site not in self._marked:  # the same jump in several derivatives
                         self._marked.add(site)
-                        args = (atom, at, block.shape, env, grads, differentiate, arith)
-                        for name, mask in self._movers(*args).items():
+                        for name, mask in self._movers(atom, at, block.shape, run).items():
                             kinks[name] |= mask
                             uses = self._path_calls(name)
-                            notes[name] |= kink_codes(type(atom).__name__, uses)
+                            run.notes[name] |= kink_codes(type(atom).__name__, uses)
             if symbol in names:
                 name = names[symbol]
                 arith.check_sum([contribution], self.shapes[name])  # broadcast sums that cancel
                 reduced = reduce_to_shape(contribution, self.shapes[name], own=True)
-                _accumulate(grads, name, reduced, arith)
+                _accumulate(run.grads, name, reduced, arith)
                 continue
             inner = self.reductions[symbol]
             scale = arith.total(contribution)
             if inner.kind == "mean" and inner.shape:
                 scale = scale * arith.number(sp.Rational(1, math.prod(inner.shape)))
             spread = np.broadcast_to(scale, inner.shape)
-            self._vjp(inner, spread, env, grads, kinks, notes, differentiate, arith)
+            self._vjp(inner, spread, run)
 
     def _movers(
-        self,
-        atom: sp.Expr,
-        at: np.ndarray,
-        shape: Shape,
-        env: dict[sp.Symbol, Any],
-        grads: dict[str, Any],
-        differentiate: frozenset[str],
-        arith: Arith,
+        self, atom: sp.Expr, at: np.ndarray, shape: Shape, run: _Pass
     ) -> dict[str, np.ndarray]:
         """The input elements whose change moves ``atom``'s argument at the elements ``at``
         where it sits at its jump: a nonzero total derivative, through reductions too (in
         abs(sum(y) - y) the first argument, y1 + y2, does not move with y0). Random
         positive weights keep different kink elements from cancelling."""
         weights = np.where(at, np.random.default_rng(0).uniform(1.0, 2.0, shape), 0.0)
-        moved: dict[str, Any] = dict.fromkeys(grads)
+        arith = run.arith
+        moved: dict[str, Any] = dict.fromkeys(run.grads)
         exact_zeros, self._exact_zeros = self._exact_zeros, True
         try:
             block = Block(atom.args[0], shape)
             upstream = arith.array(weights)
-            self._vjp(block, upstream, env, moved, None, {}, differentiate, arith)
+            self._vjp(block, upstream, replace(run, grads=moved, kinks=None, notes={}))
         finally:
             self._exact_zeros = exact_zeros
         found = {}
