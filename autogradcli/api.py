@@ -76,10 +76,11 @@ def grad(
     name to the gradient the author expects (a student's answer, an exercise key): the result
     disagrees when autograd or SymPy does not match it.
 
-    >>> import autogradcli as ag
-    >>> r = ag.grad("2*x**4 + x**3 + 3*x**2 + 5*x + 1", x=2)
-    >>> float(r.output), float(r.grads["x"]), r.verdict
-    (63.0, 93.0, 'agree')
+    Examples:
+        >>> import autogradcli as ag
+        >>> r = ag.grad("2*x**4 + x**3 + 3*x**2 + 5*x + 1", x=2)
+        >>> float(r.output), float(r.grads["x"]), r.verdict
+        (63.0, 93.0, 'agree')
     """
     chosen, given = split(settings, values, keywords)
     plan = Passes(repeat, same_graph, retain_graph, zero_grad, functional)

@@ -47,10 +47,11 @@ def plot(
     one given as ``"LOW:HIGH"`` (``ag.plot("x*abs(x)", x="-3:3")``), or ``wrt`` over
     ``span`` (default -3 to 3); the other variables are fixed at their values.
 
-    >>> import autogradcli as ag
-    >>> r = ag.plot("x**2", x="-1:1", points=3)
-    >>> r.autograd.tolist(), r.verdict
-    ([-2.0, 0.0, 2.0], 'agree')
+    Examples:
+        >>> import autogradcli as ag
+        >>> r = ag.plot("x**2", x="-1:1", points=3)
+        >>> r.autograd.tolist(), r.verdict
+        ([-2.0, 0.0, 2.0], 'agree')
     """
     from autogradcli.api import split
 

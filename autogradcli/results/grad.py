@@ -392,7 +392,7 @@ class GradResult(Judged):
 
     @property
     def verdict(self) -> Verdict:
-        """agree, rounding or disagree: the worst of every check (verdict.py)."""
+        """agree, rounding or disagree: the worst of every check."""
         checks = [self.output_verdict, *(p.verdict for p in self.passes)]
         checks += [v.verdict for v in self.variables.values()]
         checks += [v.numeric_verdict for v in self.variables.values()]
