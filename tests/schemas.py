@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError, validators
 
 from autogradcli import schemas
 
@@ -16,10 +16,55 @@ KINDS = schemas()  # each document's "command" and its schema, from the command 
 VALIDATED: list[str] = []  # how many documents the suite validated, by schema
 
 
+# The schemas' ``tensor``: a number (or "NaN", "Infinity", "-Infinity") or an array of
+# tensors. Checked in plain Python when a schema defines it exactly so: the same rule as
+# jsonschema's, per element about 100 times faster (the suite validates every result).
+NUMBER = {"oneOf": [{"type": "number"}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}
+TENSOR = {
+    "anyOf": [{"$ref": "#/$defs/number"}, {"type": "array", "items": {"$ref": "#/$defs/tensor"}}]
+}
+NONFINITE = ("NaN", "Infinity", "-Infinity")
+
+
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is valid under ``TENSOR`` (with ``NUMBER``): a JSON number (not a
+    boolean), a non-finite number's string, or a list of tensors."""
+    if isinstance(value, list):
+        return all(is_tensor(v) for v in value)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) or (isinstance(value, str) and value in NONFINITE)
+
+
+def _any_of(validator: Any, any_of: Any, instance: Any, schema: Any) -> Any:
+    """jsonschema's ``anyOf``, with the tensor's checked by ``is_tensor``."""
+    if schema == TENSOR:
+        if not is_tensor(instance):
+            yield ValidationError(f"{instance!r} is not a tensor (numbers, 'NaN', 'Infinity')")
+        return
+    yield from ANY_OF(validator, any_of, instance, schema)
+
+
+ANY_OF = Draft202012Validator.VALIDATORS["anyOf"]
+FastValidator = validators.extend(Draft202012Validator, {"anyOf": _any_of})
+
+
 @cache
 def validator(name: str) -> Draft202012Validator:
+    """The schema's validator: with the fast tensor check where its ``tensor`` and
+    ``number`` are the ones ``is_tensor`` implements."""
     schema = json.loads((SCHEMA / f"{name}.schema.json").read_text())
     Draft202012Validator.check_schema(schema)
+    defs = schema.get("$defs", {})
+    fast = defs.get("tensor") == TENSOR and defs.get("number") == NUMBER
+    return FastValidator(schema) if fast else Draft202012Validator(schema)  # type: ignore[no-any-return]
+
+
+@cache
+def reference_validator(name: str) -> Draft202012Validator:
+    """jsonschema's own validator of the schema (no fast path): what ``validator`` must
+    agree with."""
+    schema = json.loads((SCHEMA / f"{name}.schema.json").read_text())
     return Draft202012Validator(schema)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import autogradcli as ag
 from tests.conftest import cli
-from tests.schemas import SCHEMA, VALIDATED, validate
+from tests.schemas import KINDS, SCHEMA, VALIDATED, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,3 +74,43 @@ def test_the_suite_validates_documents_of_every_schema():
               "graph": ("graph", "x*2", "--x", "1"), "error": ("grad", "", "--x", "1")}[name],
             "--json")  # fmt: skip
     assert {"grad", "derivative", "graph", "error"} <= set(VALIDATED)
+
+
+TENSORS = [
+    1,
+    -2.5,
+    "NaN",
+    "-Infinity",
+    [],
+    [1, [2.0, ["Infinity"]]],
+    [[1, 2], [3, 4]],
+    True,
+    None,
+    "nan",
+    "inf",
+    {"a": 1},
+    [1, False],
+    [[1, 2], [3, None]],
+    [1, ["NaN", "x"]],
+]
+
+
+@pytest.mark.parametrize("instance", TENSORS, ids=repr)
+def test_the_fast_tensor_check_is_jsonschemas_rule(instance):
+    from jsonschema import Draft202012Validator
+
+    from tests.schemas import NUMBER, TENSOR, FastValidator, is_tensor
+
+    schema = {"$defs": {"number": NUMBER, "tensor": TENSOR}, "$ref": "#/$defs/tensor"}
+    expected = Draft202012Validator(schema).is_valid(instance)
+    assert is_tensor(instance) is expected
+    assert FastValidator(schema).is_valid(instance) is expected
+
+
+def test_every_published_schema_uses_the_fast_tensor_check():
+    from tests.schemas import FastValidator, validator
+
+    for name in {*KINDS.values(), "check", "error"}:
+        schema = json.loads((SCHEMA / f"{name}.schema.json").read_text())
+        if "tensor" in schema.get("$defs", {}):
+            assert isinstance(validator(name), FastValidator), name
