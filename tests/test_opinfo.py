@@ -51,10 +51,18 @@ LIMITS = {"class_input", "class_target", "dot_shapes"}
 
 
 @pytest.fixture(scope="module")
-def op_db() -> list[Any]:
+def op_db() -> Iterator[list[Any]]:
+    """PyTorch's OpInfos. Their sample generators look for a ``unittest.TestCase`` on the
+    stack to tag the inputs they track (``extract_test_fn``: ``inspect.stack()``, about 0.2 s
+    a call under pytest's deep stack, twice per generator); a pytest function has none, so
+    its answer here is None, given without the search."""
+    from torch.testing._internal import common_utils
     from torch.testing._internal.common_methods_invocations import op_db
 
-    return op_db
+    patch = pytest.MonkeyPatch()
+    patch.setattr(common_utils, "extract_test_fn", lambda: None)
+    yield op_db
+    patch.undo()
 
 
 def spelling(name: str) -> str | None:
