@@ -7,7 +7,9 @@ and the host program's signal handlers are never replaced. Why not a worker proc
 SymPy's models and derivatives would have to cross a process boundary for every question,
 and the start-up of a second interpreter with SymPy costs more than a whole question.
 The one limit of this way: the exception lands between two bytecodes, so a single call
-into C (one product of huge integers) finishes before it is raised.
+into C (one product of huge integers) finishes before it is raised. A limit of
+``threading.TIMEOUT_MAX`` seconds or more (about 292 years on Linux; the longest wait a
+thread can make) is no limit, as 0 and infinity are: the watchdog never starts.
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ AGAIN = 0.25
 
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``SympyTimeout`` in this thread after ``seconds`` (0 or inf: no limit)."""
-    if seconds <= 0 or math.isinf(seconds):
+    """Raise ``SympyTimeout`` in this thread after ``seconds`` (0, inf or
+    ``threading.TIMEOUT_MAX`` and more: no limit)."""
+    if seconds <= 0 or math.isinf(seconds) or seconds >= threading.TIMEOUT_MAX:
         yield
         return
     thread, entered, done = threading.get_ident(), threading.Event(), threading.Event()
