@@ -1,6 +1,6 @@
-"""``python -m autogradcli``."""
+"""``python -m autogradcli``: the client (``autogradcli.client``), as the console script."""
 
-from autogradcli.cli import main
+from autogradcli.client import main
 
 if __name__ == "__main__":
     main()
