@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 from autogradcli.cli import app
 from tests.schemas import validate, validate_text
 
+os.environ["AUTOGRAD_CLI_NO_WORKER"] = "1"  # no test starts or uses a real warm worker
 ENV = {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "dumb"}
 try:  # Click before 8.2 mixes stderr into stdout unless asked not to
     RUNNER = CliRunner(env=ENV, mix_stderr=False)  # type: ignore[call-arg]

@@ -37,6 +37,8 @@ LAYERS = [
     "sample",
     "render",
     "cli",
+    "worker",
+    "client",
     "__main__",
 ]
 FRONT = ("cli", "render", "__main__")  # may use Typer and Rich
