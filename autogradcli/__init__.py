@@ -205,6 +205,19 @@ for _command in (
         lines=False,
         cases=False,
     ),
+    Command(
+        "worker",
+        None,
+        "Show or stop the background worker that answers commands without loading torch.",
+        epilog=(
+            "The first command that needs torch starts a worker for this user; later ones "
+            "hand it their question (docs/worker.md). AUTOGRAD_CLI_NO_WORKER=1 runs every "
+            "command in its own process. Exit code: 0."
+        ),
+        cli="autogradcli.cli.warm:worker",
+        lines=False,
+        cases=False,
+    ),
 ):
     register(_command)
 del _command
