@@ -2,7 +2,8 @@
 
 Usage: ``python scripts/fill_docs.py README.md docs/*.md``. Runs each ``$ autograd-cli ...`` line
 in-process with the tests' settings (COLUMNS=100, NO_COLOR) so that tests/test_docs.py passes,
-and redraws the pictures in docs/images/ (scripts/make_pictures.py).
+and redraws the pictures in docs/images/ (scripts/make_pictures.py). The site is styled to hold
+100 columns of console output (docs/stylesheets/extra.css; tests/test_docs.py checks both).
 """
 
 from __future__ import annotations
