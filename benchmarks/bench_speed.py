@@ -1,17 +1,23 @@
 """The speed table of the README, measured side by side in one invocation.
 
 Each row runs both sides in fresh processes, interleaved, for several rounds, and prints the
-median and the min-max of each side and the ratio of the medians (and, for the large tensor,
-of the peak resident memory). Run from the repository root:
+median and the min-max of each side, the ratio of the medians (and, for the large tensor,
+of the peak resident memory) and its target. Run from the repository root:
 
     python benchmarks/bench_speed.py [--rounds 5] [--device cpu|cuda] [--size 10000000]
-                                     [--only grad|help|large|check|shell] [--baseline PATH]
+        [--only grad|warm|help|large|check|shell] [--baseline PATH]
+
+The warm worker (docs/worker.md) runs in a temporary ``XDG_RUNTIME_DIR``, never the
+user's: the ``grad`` row measures a first call (no worker yet; the worker it starts is
+stopped before the next round), the ``warm`` row a later call answered by the worker; the
+other rows run with ``AUTOGRAD_CLI_NO_WORKER=1``, as the tool's own process.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -22,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BASELINE = ROOT.parent / "shared" / "bench" / "baseline_large.py"
+BASELINE = ROOT / "benchmarks" / "baseline_large.py"
 PYTHON = sys.executable
 TOOL = [PYTHON, "-m", "autogradcli"]
 
@@ -30,9 +36,16 @@ TOOL = [PYTHON, "-m", "autogradcli"]
 # As on a user's machine: Python caches the compiled modules (this sandbox sets
 # PYTHONDONTWRITEBYTECODE, which would compile autogradcli's sources in every process).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"COLUMNS": "100"}
+RUNTIME = tempfile.mkdtemp(prefix="agb", dir="/tmp")  # the worker's directory, this run's own
+WORKER = ENV | {"XDG_RUNTIME_DIR": RUNTIME}
+WORKER.pop("AUTOGRAD_CLI_NO_WORKER", None)
+ENV = ENV | {"XDG_RUNTIME_DIR": RUNTIME, "AUTOGRAD_CLI_NO_WORKER": "1"}
+README = ["grad", "2*x**4+x**3+3*x**2+5*x+1", "--x", "2"]
 
 
-def run(command: list[str], stdin: str | None = None) -> tuple[float, float]:
+def run(
+    command: list[str], stdin: str | None = None, env: dict[str, str] | None = None
+) -> tuple[float, float]:
     """Wall seconds and peak resident memory (MB) of one fresh process."""
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -40,7 +53,7 @@ def run(command: list[str], stdin: str | None = None) -> tuple[float, float]:
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=ENV,
+        env=ENV if env is None else env,
     )
     if stdin is not None:
         assert process.stdin is not None
@@ -74,19 +87,74 @@ def median(runs: list[tuple[float, float]], k: int = 0) -> float:
     return statistics.median(r[k] for r in runs)
 
 
+def worker(action: str) -> str:
+    """``autograd-cli worker ACTION`` in the benchmark's runtime directory."""
+    done = subprocess.run([*TOOL, "worker", action], capture_output=True, text=True, env=WORKER)
+    return done.stdout
+
+
+def worker_ready(seconds: float = 300) -> None:
+    """Wait until the worker answers."""
+    end = time.monotonic() + seconds
+    while "running" not in worker("status").splitlines()[0]:
+        if time.monotonic() > end:
+            raise SystemExit("the worker did not start")
+        time.sleep(0.2)
+
+
+def first_call(command: list[str]) -> tuple[float, float]:
+    """A call with no worker running (it starts one: waited for and stopped, so that it
+    takes no core from the next measurement)."""
+    took = run(command, env=WORKER)
+    worker_ready()
+    worker("stop")
+    return took
+
+
 def row_grad(rounds: int, device: str) -> list[str]:
-    readme = [*TOOL, "grad", "2*x**4+x**3+3*x**2+5*x+1", "--x", "2", "--device", device]
+    readme = [*TOOL, *README, "--device", device]
     ours, theirs = side_by_side(
-        rounds, lambda: run(readme), lambda: run([PYTHON, "-c", "import torch, sympy"])
+        rounds, lambda: first_call(readme), lambda: run([PYTHON, "-c", "import torch, sympy"])
     )
     ratio = median(ours) / median(theirs)
     return [
-        "one `grad` call, the README example",
+        "first `grad` call, the README example (no worker yet)",
         '`python -c "import torch, sympy"`',
         summary(ours),
         summary(theirs),
         f"{ratio:.2f}x",
         "<= 1.10x",
+    ]
+
+
+def row_warm(rounds: int, device: str) -> list[str]:
+    readme = [*TOOL, *README, "--device", device]
+    run(readme, env=WORKER)  # the first call: it starts the worker
+    worker_ready()
+    ours, theirs = side_by_side(rounds, lambda: run(readme, env=WORKER), lambda: run(readme))
+    worker("stop")
+    return [
+        "a later `grad` call, the README example, answered by the warm worker",
+        "the same call in its own process (AUTOGRAD_CLI_NO_WORKER=1)",
+        summary(ours),
+        summary(theirs),
+        f"{median(ours) / median(theirs):.2f}x",
+        "median <= 0.2 s",
+    ]
+
+
+def row_help_client(rounds: int, device: str) -> list[str]:
+    app_alone = [PYTHON, "-c", "from autogradcli.cli.app import main; main()", "--help"]
+    ours, theirs = side_by_side(
+        rounds, lambda: run([*TOOL, "--help"], env=WORKER), lambda: run(app_alone)
+    )
+    return [
+        "`autograd-cli --help` through the client",
+        "the app alone, without the client",
+        summary(ours),
+        summary(theirs),
+        f"{median(ours) / median(theirs):.2f}x",
+        "<= 1.05x (unchanged or faster)",
     ]
 
 
@@ -189,13 +257,15 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--size", type=int, default=10**7)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--only", choices=["grad", "help", "large", "check", "shell"])
+    parser.add_argument("--only", choices=["grad", "warm", "help", "large", "check", "shell"])
     parser.add_argument("--baseline", type=Path, default=BASELINE)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="autograd-cli-bench-"))
     rows = {
         "grad": lambda: row_grad(args.rounds, args.device),
+        "warm": lambda: row_warm(args.rounds, args.device),
         "help": lambda: row_help(args.rounds, args.device),
+        "help-client": lambda: row_help_client(args.rounds, args.device),
         "large": lambda: row_large(args.rounds, args.device, args.size, args.baseline, folder),
         "check": lambda: row_check(args.rounds, args.device, folder, args.jobs),
         "shell": lambda: row_shell(args.rounds, args.device),
@@ -205,11 +275,17 @@ def main() -> None:
     print("|" + " --- |" * (len(header) + 1))
     try:
         for name, make in rows.items():
-            if args.only in (None, name):
+            if args.only in (None, name.partition("-")[0]):
                 print("| " + " | ".join(make()) + " |", flush=True)
     finally:
+        worker("stop")
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"\n{args.rounds} rounds, sides interleaved; python {sys.version.split()[0]}")
+        shutil.rmtree(RUNTIME, ignore_errors=True)
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"\n{args.rounds} rounds, sides interleaved; python {sys.version.split()[0]}; "
+        f"{platform.platform()}, {os.cpu_count()} cores, load average at the end {load}"
+    )
 
 
 if __name__ == "__main__":
