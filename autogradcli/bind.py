@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,8 +16,15 @@ from autogradcli.lang.parser import parse_expression
 from autogradcli.lang.program import caret_power
 from autogradcli.lang.shapes import Shape, infer_shape
 from autogradcli.lang.tree import Backward, Leaf, Name, Node, Program, Show, Step, walk
-from autogradcli.lang.values import Constructed, RandomSource, read_constructor, read_value
+from autogradcli.lang.values import (
+    Constructed,
+    RandomSource,
+    check_literals,
+    read_constructor,
+    read_value,
+)
 from autogradcli.lang.vocabulary import CONSTANTS
+from autogradcli.memory import Budget, parse_cost
 from autogradcli.notes import Note
 from autogradcli.settings import Limits, Settings, number
 
@@ -55,25 +63,31 @@ def bind(
     const: Iterable[str] = (),
 ) -> Bound:
     """Parse (unless already parsed) and read everything; check names, shapes and sizes.
-    Values the program defines (``x = torch.tensor(...)``) are read here, in order."""
+    Values the program defines (``x = torch.tensor(...)``) are read here, in order. Every
+    value counts against one memory budget (``limits.memory``), all of them together."""
     limits = settings.limits
+    budget = Budget(limits.memory)
     const = list(dict.fromkeys([const] if isinstance(const, str) else const))
     program = expression
     if isinstance(expression, str):
+        if len(expression) <= limits.max_length:  # longer text is refused by the parser
+            check_literals(expression, limits)
+            what = f"parsing the expression ({len(expression)} characters)"
+            budget.need(parse_cost(expression), what)
         program = parse_expression(expression, limits, given=frozenset(values))
     assert isinstance(program, Program)
     check_names(program, values, const)
     seed = _seed(program, settings)
     random = RandomSource(seed, settings.dtype)
     given = [n for n in program.variables if program.leaf(n) is None]
-    arrays = {name: read_value(values[name], limits, random) for name in given}
-    reader = _Program(program, limits, random, {n: a.shape for n, a in arrays.items()})
+    arrays = {name: read_value(values[name], limits, random, budget) for name in given}
+    reader = _Program(program, limits, random, {n: a.shape for n, a in arrays.items()}, budget)
     reader.read()
     arrays.update({n: c.array for n, c in reader.made.items()})
     settings, notes = _dtype(reader.made, settings)
     shapes = reader.shapes
     out_shape = infer_shape(program.root, shapes, limits)
-    external = _weights(weights, arrays, out_shape, limits, random)
+    external = _weights(weights, arrays, out_shape, limits, random, budget)
     fixed = {v.name for v in program.leaves if not v.requires_grad}
     fixed |= class_targets(program, shapes)  # class indices are integers: no gradient
     notes += _shadowed(program, values)
@@ -97,9 +111,14 @@ class _Program:
     ``len(y)``), and infers every step's shape."""
 
     def __init__(
-        self, program: Program, limits: Limits, random: RandomSource, shapes: dict[str, Shape]
+        self,
+        program: Program,
+        limits: Limits,
+        random: RandomSource,
+        shapes: dict[str, Shape],
+        budget: Budget,
     ) -> None:
-        self.program, self.limits, self.random = program, limits, random
+        self.program, self.limits, self.random, self.budget = program, limits, random, budget
         self.shapes = dict(shapes)
         self.made: dict[str, Constructed] = {}
 
@@ -136,7 +155,7 @@ class _Program:
                     self.leaf(leaf)
 
     def leaf(self, leaf: Leaf) -> None:
-        made = read_constructor(leaf.source, self.limits, self.random, self.shapes)
+        made = read_constructor(leaf.source, self.limits, self.random, self.shapes, self.budget)
         if made.integer and leaf.requires_grad:
             raise VariableError("integer_requires_grad", name=leaf.name, source=leaf.source)
         self.made[leaf.name] = made
@@ -192,15 +211,17 @@ def _weights(
     out_shape: Shape,
     limits: Limits,
     random: RandomSource,
+    budget: Budget,
 ) -> np.ndarray | None:
     """The external gradient as an array (PyTorch checks its shape), or None for backward()."""
     if spec is None:
         return None
     if isinstance(spec, str) and spec.strip() == "ones":
+        budget.take(8 * math.prod(out_shape), "the inputs with the external gradient")
         return np.ones(out_shape)
     if isinstance(spec, str) and spec.strip() in arrays:
         return arrays[spec.strip()]
-    return read_value(spec, limits, random)
+    return read_value(spec, limits, random, budget)
 
 
 def named_tensors(program: Program) -> list[tuple[str, str, Node | None]]:

@@ -70,7 +70,7 @@ BOOLEANS = frozenset(
     {"same_graph", "retain_graph", "zero_grad", "explain", "inspect", "numeric", "strict"}
     | {"functional"}
 )
-TEXTS = frozenset({"device", "dtype", "weights"})  # the API takes these as strings
+TEXTS = frozenset({"device", "dtype", "weights", "memory"})  # the API takes these as strings
 LISTS = frozenset({"retain_grad", "const"})  # and these as lists of names
 
 
@@ -368,6 +368,14 @@ ERRORS: dict[str, str] = {
     "of lists",
     "pt_too_large": "'{path}' unpacks to {size} bytes, more than the {limit} read from a "
     "file (raise it with [[max_file_bytes]])",
+    "pt_storage_too_large": "'{path}' holds {size} bytes of tensor data, more than a tensor "
+    "of {limit} elements needs at 8 bytes each (raise it with [[max_elements]])",
+    "list_too_large": "a list in the text holds more than {limit} numbers, the limit of "
+    "elements (raise it with [[max_elements]], or give the values in a file: @data.npy)",
+    "memory_budget": "{what} would need about {estimate} of memory, more than the budget "
+    "of {budget}; raise it with [[memory={suggest}]] or give smaller inputs",
+    "bad_memory": "[[memory]] takes a size in bytes such as 512M or 4G (K, M, G, T: "
+    "powers of 1024), not '{value}'",
     "line_too_long": "line {line} is longer than {limit} bytes; it was skipped",
     "line_nul": "line {line} holds a NUL byte; write text",
     "line_encoding": "line {line} is not UTF-8 (byte {column}); save the file as UTF-8",

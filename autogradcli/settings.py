@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from autogradcli.errors import DeviceError, OptionError
+from autogradcli.memory import DEFAULT as DEFAULT_MEMORY
+from autogradcli.memory import parse_memory
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -31,6 +33,7 @@ NUMBERS: dict[str, tuple[bool, float, float]] = {
     "max_elements": (True, 1, math.inf),
     "max_entries": (True, 1, math.inf),
     "max_file_bytes": (True, 1, math.inf),
+    "memory": (True, 1, math.inf),  # bytes; text such as 4G is read by parse_memory
     "sympy_seconds": (False, 0, math.inf),
     "repeat": (True, 1, 10_000),
     "order": (True, 1, 8),
@@ -42,6 +45,8 @@ NUMBERS: dict[str, tuple[bool, float, float]] = {
 def number(name: str, value: Any) -> Any:
     """``value`` as a Python int or float if it is a number ``name`` takes (``NUMBERS``),
     else a ``bad_number`` error."""
+    if name == "memory":
+        return parse_memory(value)
     whole, low, high = NUMBERS[name]
     kind = numbers.Integral if whole else numbers.Real
     fits = isinstance(value, kind) and not isinstance(value, bool)
@@ -53,6 +58,8 @@ def number(name: str, value: Any) -> Any:
 def parse_number(name: str, text: str) -> int | float:
     """A number ``name`` takes, read from text (the command line's options); an error
     quotes the text as given."""
+    if name == "memory":
+        return parse_memory(text)
     try:
         return number(name, int(text) if NUMBERS[name][0] else float(text))
     except (ValueError, OptionError):
@@ -73,6 +80,7 @@ class Limits:
     max_entries: int = 100_000  # entries of a Jacobian or Hessian
     sympy_seconds: float = 20.0  # SymPy's exact check; past it, the numeric check stands in
     max_file_bytes: int | None = None  # bytes of a file read (None: 64 per element + 4 KiB)
+    memory: int = DEFAULT_MEMORY  # bytes the run may hold in all (autogradcli.memory); 4G
 
     def __post_init__(self) -> None:
         for f in fields(self):

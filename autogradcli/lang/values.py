@@ -11,6 +11,8 @@ import ast
 import io
 import json
 import math
+import os
+import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from autogradcli.errors import LimitError, ValueSpecError
+from autogradcli.memory import FLOAT64, LIST_PER_ELEMENT, Budget, array_cost, parse_cost
 from autogradcli.reads import open_regular, read_open
 from autogradcli.settings import Limits
 
@@ -92,8 +95,16 @@ class RandomSource:
         return sample.to(torch.float64).numpy()
 
 
-def read_value(spec: Any, limits: Limits, random: RandomSource | None = None) -> np.ndarray:
-    """A float64 array from value text (or, for the Python API, a number, list or array)."""
+def read_value(
+    spec: Any,
+    limits: Limits,
+    random: RandomSource | None = None,
+    budget: Budget | None = None,
+) -> np.ndarray:
+    """A float64 array from value text (or, for the Python API, a number, list or array);
+    its bytes are counted in ``budget`` (the run's; else one of ``limits.memory`` for this
+    value) before they are allocated."""
+    budget = Budget(limits.memory) if budget is None else budget
     if isinstance(spec, str):
         text = spec.strip()
         if not text:
@@ -101,12 +112,9 @@ def read_value(spec: Any, limits: Limits, random: RandomSource | None = None) ->
         if len(text) > limits.max_length * 100:
             raise LimitError("value_too_long", length=len(text))
         if text.startswith("@"):
-            return read_file(text[1:], limits)
-        try:
-            tree = ast.parse(text, mode="eval")
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            raise ValueSpecError("value_unreadable", text=_short(text)) from None
-        reader = _Reader(limits, random)
+            return read_file(text[1:], limits, budget)
+        tree = parse_text(text, limits, budget, "the value")
+        reader = _Reader(limits, random, budget=budget)
         array = reader.value(tree.body)
         if reader.dtype not in (None, "integer"):  # the settings' dtype runs everything
             raise ValueSpecError("value_dtype", dtype=reader.dtype)
@@ -117,7 +125,14 @@ def read_value(spec: Any, limits: Limits, random: RandomSource | None = None) ->
     if hasattr(spec, "detach"):  # a torch tensor given through the Python API
         import torch
 
+        check_elements(tuple(spec.shape), limits, budget, peak=2 * FLOAT64)
         spec = spec.detach().to("cpu", torch.float64, copy=True).numpy()
+    elif isinstance(spec, np.ndarray):
+        check_elements(spec.shape, limits, budget)
+    else:  # a number or a list: its size is known once it is an array
+        array = _as_array(spec, limits)
+        budget.take(array.nbytes, f"the inputs with a value of shape {list(array.shape)}")
+        return array
     array = _as_array(spec, limits)
     if isinstance(spec, np.ndarray) and np.may_share_memory(array, spec):
         array = array.copy()  # the caller may change their array later; the run keeps its own
@@ -126,6 +141,62 @@ def read_value(spec: Any, limits: Limits, random: RandomSource | None = None) ->
 
 def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_text(text: str, limits: Limits, budget: Budget, what: str) -> ast.Expression:
+    """``ast.parse`` of value text, once its lists are known to be within the element cap
+    (``check_literals``) and its parse within the memory budget."""
+    check_literals(text, limits)
+    budget.need(parse_cost(text), f"parsing {what} ({len(text)} characters)")
+    try:
+        return ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ValueSpecError("value_unreadable", text=_short(text)) from None
+
+
+_LIST_PARTS = re.compile(rb"[\[\]]|[0-9.]+(?:[eE][+-]?[0-9]+)?")
+
+
+def check_literals(text: str, limits: Limits) -> None:
+    """Refuse text holding a bracketed list of more numbers than ``limits.max_elements``
+    before anything parses it (the parse costs hundreds of bytes per number). A list of
+    N numbers is at least 2N - 1 characters long, so shorter text is not scanned."""
+    if len(text) < 2 * limits.max_elements + 1:
+        return
+    data = text.encode("utf-8", "replace")
+    depth, count = 0, 0
+    for part in _LIST_PARTS.finditer(data):
+        token = part.group()
+        if token == b"[":
+            depth += 1
+        elif token == b"]":
+            depth = max(depth - 1, 0)
+            if depth == 0:
+                count = 0
+        elif depth and token != b".":
+            count += 1
+            if count > limits.max_elements:
+                raise LimitError("list_too_large", limit=limits.max_elements)
+
+
+def _literal_shape(node: ast.List | ast.Tuple) -> tuple[int, ...]:
+    """The shape a literal list will have (its first elements' lengths), or its count of
+    numbers as one size when it is ragged: known before any list is built."""
+    shape: list[int] = []
+    first: ast.AST = node
+    while isinstance(first, (ast.List, ast.Tuple)) and len(shape) <= 33:
+        shape.append(len(first.elts))
+        if not first.elts:
+            break
+        first = first.elts[0]
+    count, stack = 0, [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.List, ast.Tuple)):
+            stack.extend(item.elts)
+        else:
+            count += 1
+    return tuple(shape) if math.prod(shape) == count else (count,)
 
 
 def _as_array(data: Any, limits: Limits) -> np.ndarray:
@@ -137,11 +208,21 @@ def _as_array(data: Any, limits: Limits) -> np.ndarray:
     return array
 
 
-def check_elements(shape: tuple[int, ...], limits: Limits) -> None:
-    """Refuse a shape with more elements than ``limits.max_elements`` (before allocating)."""
+def check_elements(
+    shape: tuple[int, ...],
+    limits: Limits,
+    budget: Budget | None = None,
+    peak: int = FLOAT64,
+) -> None:
+    """Refuse a shape with more elements than ``limits.max_elements``, or whose float64
+    array (and ``peak`` bytes per element while it is made) would pass the memory
+    ``budget``; the array's bytes are counted in it. Before anything is allocated."""
     size = math.prod(shape)
     if size > limits.max_elements:
         raise LimitError("value_too_large", shape=list(shape), size=size, limit=limits.max_elements)
+    if budget is not None:
+        what = f"the inputs with a value of shape {list(shape)}"
+        budget.take(array_cost(shape), what, peak=array_cost(shape, peak))
 
 
 class _Reader:
@@ -154,9 +235,11 @@ class _Reader:
         limits: Limits,
         random: RandomSource | None,
         shapes: Mapping[str, tuple[int, ...]] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.limits = limits
         self.random = random
+        self.budget = Budget(limits.memory) if budget is None else budget
         self.shapes = shapes or {}
         # the dtype PyTorch computes a constructor in without dtype=: the run's
         self.default = "float64" if random is None else random.dtype_name
@@ -168,6 +251,7 @@ class _Reader:
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, (ast.List, ast.Tuple)):
+            check_elements(_literal_shape(node), self.limits, self.budget, LIST_PER_ELEMENT)
             return _as_array(self.nested(node, 0), self.limits)
         return np.asarray(self.number(node), dtype=np.float64)
 
@@ -219,7 +303,7 @@ class _Reader:
         shape = tuple(self.integer(n, f"a size in {name}()") for n in nodes)
         if any(size < 0 for size in shape):
             raise ValueSpecError("negative_size", name=name, shape=list(shape))
-        check_elements(shape, self.limits)
+        check_elements(shape, self.limits, self.budget, peak=2 * FLOAT64)
         if any(size > self.limits.max_elements for size in shape):  # zeros(0, 10**19)
             raise LimitError("size_too_large", name=name, limit=self.limits.max_elements)
         return shape
@@ -329,7 +413,7 @@ class _Reader:
         count = (end - start) / step
         if not math.isfinite(count):
             raise LimitError("arange_too_many")
-        check_elements((max(math.ceil(count), 0),), self.limits)
+        check_elements((max(math.ceil(count), 0),), self.limits, self.budget, 2 * FLOAT64)
         whole = self.integral or self.dtype == "integer"
         bounds = [int(n) if whole and n.is_integer() else n for n in (start, end, step)]
         return self.computed("arange", *bounds)
@@ -341,7 +425,7 @@ class _Reader:
         steps = self.integer(args[2], "steps in linspace()")
         if steps < 0:
             raise ValueSpecError("linspace_negative")
-        check_elements((steps,), self.limits)
+        check_elements((steps,), self.limits, self.budget, 2 * FLOAT64)
         return self.computed("linspace", start, end, steps)
 
     def computed(self, name: str, *args: float) -> np.ndarray:
@@ -408,22 +492,24 @@ def read_constructor(
     limits: Limits,
     random: RandomSource | None,
     shapes: Mapping[str, tuple[int, ...]],
+    budget: Budget | None = None,
 ) -> Constructed:
-    """A value a program defines, from its constructor's text (never evaluated)."""
-    try:
-        tree = ast.parse(source, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise ValueSpecError("value_unreadable", text=_short(source)) from None
-    reader = _Reader(limits, random, shapes)
+    """A value a program defines, from its constructor's text (never evaluated); its
+    bytes are counted in ``budget`` as for ``read_value``."""
+    budget = Budget(limits.memory) if budget is None else budget
+    tree = parse_text(source, limits, budget, "a value of the program")
+    reader = _Reader(limits, random, shapes, budget)
     array = reader.value(tree.body)
     integer = reader.integral if reader.dtype is None else reader.dtype == "integer"
     dtype = None if reader.dtype in (None, "integer") else reader.dtype
     return Constructed(array, dtype, integer)
 
 
-def read_file(path_text: str, limits: Limits) -> np.ndarray:
+def read_file(path_text: str, limits: Limits, budget: Budget | None = None) -> np.ndarray:
     """Load ``.npy``, ``.pt`` (``weights_only=True``), ``.csv`` or ``.json`` as float64;
-    only a regular file, at most ``limits.file_bytes`` of it (``autogradcli.reads``)."""
+    only a regular file, at most ``limits.file_bytes`` of it (``autogradcli.reads``), its
+    elements and bytes checked against the caps and ``budget`` before they are read."""
+    budget = Budget(limits.memory) if budget is None else budget
     path = Path(path_text)
     suffix = path.suffix.lower()
     if suffix not in FILE_TYPES:
@@ -433,19 +519,21 @@ def read_file(path_text: str, limits: Limits) -> np.ndarray:
     shown = f"@{path_text}"
     try:
         with open_regular(path_text, limits.file_bytes, shown) as handle:
-            return _LOADERS[suffix](handle, shown, limits)
+            return _LOADERS[suffix](handle, shown, limits, budget)
     except OSError as exc:
         raise ValueSpecError(
             "file_unreadable", path=shown, detail=str(exc.strerror or exc)
         ) from None
 
 
-def _load_npy(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
+def _load_npy(handle: BinaryIO, shown: str, limits: Limits, budget: Budget) -> np.ndarray:
+    """NumPy's public reader, header first (format versions 1.0, 2.0 and 3.0): the shape
+    and dtype are checked against the caps and the budget before the data is read."""
     fmt = np.lib.format
-    try:  # the header first: a shape past the limits is refused before the data is read
+    try:  # 3.0 is 2.0's layout with a UTF-8 header; a numeric dtype's header is ASCII
         version = fmt.read_magic(handle)
         header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-        shape, _, dtype = header(handle) if version in ((1, 0), (2, 0)) else _header3(handle)
+        shape, fortran, dtype = header(handle)
     except (ValueError, TypeError, OSError, SyntaxError) as exc:
         raise ValueSpecError("npy_unreadable", path=shown[1:], detail=str(exc)) from None
     if dtype.hasobject:
@@ -453,31 +541,52 @@ def _load_npy(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
         raise ValueSpecError("npy_unreadable", path=shown[1:], detail=detail)
     if dtype.kind not in "biuf":
         raise ValueSpecError("npy_not_numeric", path=shown[1:])
-    check_elements(tuple(shape), limits)
-    handle.seek(0)
+    if any(size < 0 for size in shape):
+        detail = f"the header gives a negative size: {list(shape)}"
+        raise ValueSpecError("npy_unreadable", path=shown[1:], detail=detail)
+    count = math.prod(shape)
+    if count > limits.max_elements:
+        check_elements(tuple(shape), limits)
+    data_start = handle.tell()
+    size = os.fstat(handle.fileno()).st_size - data_start
+    if size < count * dtype.itemsize:
+        detail = f"the header says {count * dtype.itemsize} bytes of data; the file holds {size}"
+        raise ValueSpecError("npy_unreadable", path=shown[1:], detail=detail)
+    check_elements(tuple(shape), limits, budget, peak=FLOAT64 + dtype.itemsize)
     try:
-        array = fmt.read_array(handle, allow_pickle=False)
+        array = np.fromfile(handle, dtype=dtype, count=count)
     except (ValueError, OSError) as exc:
         raise ValueSpecError("npy_unreadable", path=shown[1:], detail=str(exc)) from None
-    return np.array(array, dtype=np.float64)
+    array = array.reshape(shape[::-1]).T if fortran else array.reshape(shape)
+    return np.ascontiguousarray(array, dtype=np.float64)
 
 
-def _header3(handle: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype]:
-    return np.lib.format._read_array_header(handle, version=(3, 0))  # type: ignore[attr-defined]
+_STORAGE = re.compile(r"(?:^|/)data/[0-9]+$")
 
 
-def _load_pt(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
+def _load_pt(handle: BinaryIO, shown: str, limits: Limits, budget: Budget) -> np.ndarray:
+    """``torch.load(weights_only=True)`` of a zip archive (``torch.save``'s format), once
+    the sizes its directory declares are within the caps and the budget: the storages at
+    most 8 bytes per element of ``max_elements``, everything at most ``file_bytes``."""
     import zipfile
 
     import torch
 
     try:  # the archive's entries are measured before anything is unpacked
         with zipfile.ZipFile(handle) as archive:
-            unpacked = sum(entry.file_size for entry in archive.infolist())
+            entries = archive.infolist()
     except (zipfile.BadZipFile, ValueError, OSError):
-        unpacked = 0  # not an archive: torch.load says why below
+        detail = "not a zip archive; save the tensor with torch.save (PyTorch 1.6 or later)"
+        raise ValueSpecError("pt_unreadable", path=shown[1:], detail=detail) from None
+    unpacked = sum(entry.file_size for entry in entries)
     if unpacked > limits.file_bytes:
         raise LimitError("pt_too_large", path=shown, size=unpacked, limit=limits.file_bytes)
+    storage = sum(e.file_size for e in entries if _STORAGE.search(e.filename))
+    if storage > FLOAT64 * limits.max_elements:
+        raise LimitError(
+            "pt_storage_too_large", path=shown, size=storage, limit=limits.max_elements
+        )
+    budget.need(unpacked, f"unpacking '{shown}'")
     handle.seek(0)
     try:
         with warnings.catch_warnings():  # protocol notes from the safe unpickler are noise here
@@ -491,22 +600,31 @@ def _load_pt(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
     if data.is_complex() or data.dtype == torch.bool:
         raise ValueSpecError("pt_not_real", path=shown[1:], dtype=str(data.dtype))
     check_elements(tuple(data.shape), limits)
+    budget.take(data.numel() * FLOAT64, f"the inputs with '{shown}'", unpacked + data.numel() * 8)
     return data.to(torch.float64, copy=True).numpy()
 
 
-def _load_csv(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
-    text = _text(handle, shown, limits, "csv_unreadable")
+# Bytes per byte of text while it is parsed: the text, its str, and NumPy's parser (CSV)
+# or a Python float and list slot per number of at least two characters (JSON).
+CSV_PER_BYTE = 6
+JSON_PER_BYTE = 20
+
+
+def _load_csv(handle: BinaryIO, shown: str, limits: Limits, budget: Budget) -> np.ndarray:
+    text = _text(handle, shown, limits, "csv_unreadable", budget, CSV_PER_BYTE)
     try:
         table = np.loadtxt(io.StringIO(text), delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError as exc:
         raise ValueSpecError("csv_unreadable", path=shown[1:], detail=str(exc)) from None
+    del text
+    budget.take(table.nbytes, f"the inputs with '{shown}'")
     if table.shape[0] == 1:  # one line: a vector (one number: a scalar)
         return _as_array(table[0] if table.shape[1] > 1 else table.reshape(()), limits)
     return _as_array(table, limits)  # a one-column file stays a column, (n, 1)
 
 
-def _load_json(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
-    text = _text(handle, shown, limits, "json_unreadable")
+def _load_json(handle: BinaryIO, shown: str, limits: Limits, budget: Budget) -> np.ndarray:
+    text = _text(handle, shown, limits, "json_unreadable", budget, JSON_PER_BYTE)
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -517,10 +635,17 @@ def _load_json(handle: BinaryIO, shown: str, limits: Limits) -> np.ndarray:
         raise ValueSpecError("json_too_deep", path=shown)
     if not _is_numeric_nest(data):
         raise ValueSpecError("json_not_numbers", path=shown[1:])
-    return _as_array(data, limits)
+    array = _as_array(data, limits)
+    budget.take(array.nbytes, f"the inputs with '{shown}'")
+    return array
 
 
-def _text(handle: BinaryIO, shown: str, limits: Limits, code: str) -> str:
+def _text(
+    handle: BinaryIO, shown: str, limits: Limits, code: str, budget: Budget, per_byte: int
+) -> str:
+    """The file's text, once ``per_byte`` bytes of parsing per byte of it fit the budget."""
+    size = os.fstat(handle.fileno()).st_size
+    budget.need(size * per_byte, f"reading '{shown}' ({size} bytes)")
     data = read_open(handle, limits.file_bytes, shown)
     try:
         return data.decode("utf-8")
@@ -544,7 +669,7 @@ def _is_numeric_nest(data: Any, depth: int = 0) -> bool:
     return isinstance(data, (int, float)) and not isinstance(data, bool)
 
 
-_LOADERS: dict[str, Callable[[BinaryIO, str, Limits], np.ndarray]] = {
+_LOADERS: dict[str, Callable[[BinaryIO, str, Limits, Budget], np.ndarray]] = {
     ".npy": _load_npy,
     ".pt": _load_pt,
     ".csv": _load_csv,

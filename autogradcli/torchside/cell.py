@@ -21,6 +21,7 @@ from autogradcli.errors import (
     TorchError,
     VariableError,
 )
+from autogradcli.footprint import check_run
 from autogradcli.lang.program import Guard
 from autogradcli.lang.tree import (
     Backward,
@@ -67,6 +68,10 @@ class CellRun:
 
 def run_cell(bound: Bound) -> CellRun:
     """Run the cell's steps, backward(), reset and print lines in order."""
+    lines = [s for s in bound.program.statements if isinstance(s, (Backward, Reset, Show))]
+    check_run(
+        bound, f"the cell ({len(lines)} backward, reset and print lines)", passes=len(lines) + 1
+    )
     session = start(bound)
     dtype = resolve_dtype(bound.settings.dtype)
     leaves = session.leaves

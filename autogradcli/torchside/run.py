@@ -116,7 +116,9 @@ class Autograd:
 def run_passes(
     session: Session, plan: Passes, retained: list[str], explicit: bool, explain: bool
 ) -> Autograd:
-    """Forward and backward as planned; ``retained`` steps keep their ``.grad``."""
+    """Forward and backward as planned; ``retained`` steps keep their ``.grad``. What
+    stays per pass is its ``.grad`` (``snapshot``); one forward graph is alive at a time
+    (two with ``explain``, which keeps the first)."""
     names = session.bound.names
     trace: Trace | None = None
     first: Trace | None = None
@@ -127,12 +129,13 @@ def run_passes(
     first_calls: list[Any] = []
     for index in range(1, plan.repeat + 1):
         if trace is None or not plan.same_graph:
+            trace = None  # the last pass's graph goes before the next one is built
             trace = session.forward()
             retain(trace, retained, explicit)
             if program_hooks:
                 _hook(session, trace, calls, first=index == 1)
         if index == 1:
-            first = trace
+            first = trace if explain else None
             if explain:
                 from autogradcli.torchside.hooks import attach
 
@@ -144,11 +147,13 @@ def run_passes(
                 got = build.functional_grad(
                     trace.out, leaves, session.weights(), plan.retain_graph, again
                 )
-                snapshots.append({n: to_numpy(g) for n, g in zip(names, got, strict=True)})
+                wide = index == plan.repeat or (explain and index == 1)
+                snapshots.append({n: snapshot(g, wide) for n, g in zip(names, got, strict=True)})
             else:
                 build.backward(trace.out, session.weights(), plan.retain_graph, again)
                 _reached(session, names)
-                snapshots.append({n: to_numpy(session.leaves[n].grad) for n in names})
+                wide = index == plan.repeat or (explain and index == 1)
+                snapshots.append({n: snapshot(session.leaves[n].grad, wide) for n in names})
         except TorchError as error:
             raise build.with_changes(error, trace.changes) from None
         finally:
@@ -161,7 +166,8 @@ def run_passes(
                 leaf.grad = None  # what optimizer.zero_grad() does (set_to_none=True)
             for name in retained:
                 tensor_of(trace, name).grad = None
-    assert trace is not None and first is not None
+    assert trace is not None
+    first = trace if first is None else first
     untouched = {n: session.leaves[n].grad is None for n in names} if plan.functional else {}
     return Autograd(
         snapshots,
@@ -172,6 +178,17 @@ def run_passes(
         untouched=untouched,
         hook_calls=first_calls,
     )
+
+
+def snapshot(grad: torch.Tensor, wide: bool) -> np.ndarray:
+    """A copy of ``.grad`` after a pass: float64 (``wide``: the last pass, the result's
+    ``.grad``), else in the narrowest NumPy dtype that holds the dtype's values exactly
+    (float16 as float16, float32 and bfloat16 as float32): an earlier pass keeps 4 bytes
+    per element in float32, not 8."""
+    if wide or grad.dtype == torch.float64:
+        return to_numpy(grad)
+    narrow = torch.float16 if grad.dtype == torch.float16 else torch.float32
+    return grad.detach().to("cpu", narrow, copy=True).numpy()
 
 
 def _hook(session: Session, trace: Trace, calls: list[Any], first: bool) -> None:

@@ -1,0 +1,105 @@
+"""What a run will hold, estimated from the bound program's shapes before torch allocates
+anything, and refused past the memory budget (``autogradcli.memory``).
+
+Bytes per element, each an upper bound measured on the CPU (``docs/trust.md``, "Memory"):
+the inputs as read (float64), as leaves (the dtype) and as autograd saw them (float64);
+every operation's result three times over in the dtype (the forward value, what autograd
+saves for backward, the gradient flowing back); each pass's saved ``.grad`` and its
+expected multiple; SymPy's reference and its comparisons, which work in blocks, a few
+float64 arrays per element; and the float64 re-run a ≈ verdict asks for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from autogradcli.lang.shapes import Shape, _Shapes
+from autogradcli.lang.tree import Node
+from autogradcli.memory import FLOAT64, ITEMSIZE, refuse
+
+if TYPE_CHECKING:
+    from autogradcli.bind import Bound
+
+GRAPH = 3  # per operation, in the dtype: forward value, saved for backward, gradient
+REFERENCE = 3  # float64 arrays per differentiated element: expected, kinks and bounds
+COMPARE = 4  # float64 temporaries per element of the largest tensor (blocks, masks)
+
+
+class _Sizes(_Shapes):
+    """Shape inference that also adds up the elements of every operation's result."""
+
+    def __init__(self, shapes: dict[str, Shape], limits: Any) -> None:
+        super().__init__(shapes, limits)
+        self.elements = 0
+        self.largest = 0
+
+    def apply(self, node: Node, values: list[Shape]) -> Shape:
+        shape = super().apply(node, values)
+        size = int(math.prod(shape))
+        self.elements += size
+        self.largest = max(self.largest, size)
+        return shape
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Element counts of a bound program."""
+
+    inputs: int  # every input
+    differentiated: int  # the inputs autograd differentiates
+    operations: int  # every operation's result, summed over the program
+    largest: int  # the largest tensor, input or result
+
+
+def sizes(bound: Bound) -> Sizes:
+    """The element counts of ``bound``, from its shapes."""
+    fold = _Sizes(dict(bound.shapes), bound.limits)
+    for root in bound.program.roots():
+        fold(root)
+    inputs = {n: int(math.prod(bound.shapes[n])) for n in bound.program.variables}
+    largest = max([fold.largest, *inputs.values(), int(math.prod(bound.out_shape))])
+    return Sizes(
+        inputs=sum(inputs.values()),
+        differentiated=sum(inputs[n] for n in bound.names),
+        operations=fold.elements,
+        largest=largest,
+    )
+
+
+def run_bytes(
+    bound: Bound,
+    passes: int = 1,
+    graphs: int = 1,
+    float64_again: bool = True,
+    extra: int = 0,
+) -> int:
+    """The bytes a run of ``bound`` holds at most: ``passes`` backward passes, each saving
+    ``.grad`` (float64 for the last, the dtype for the others) beside its expected multiple;
+    ``graphs`` forward graphs alive at once (more for higher derivatives); the float64
+    re-run a ≈ verdict asks for; ``extra`` bytes the command keeps besides (rows of a
+    Jacobian)."""
+    passes, graphs, extra = int(passes), int(graphs), int(extra)  # NumPy integers overflow
+    item = ITEMSIZE[bound.settings.dtype]
+    count = sizes(bound)
+    held = sum(a.nbytes for a in bound.arrays.values())
+    held += 0 if bound.weights is None else bound.weights.nbytes
+    held += count.inputs * (item + FLOAT64)  # leaves, and the inputs as autograd saw them
+    held += graphs * GRAPH * item * count.operations
+    kept = (passes - 1) * (item + FLOAT64) + 2 * FLOAT64  # the last pass: float64, twice
+    held += (kept + item) * count.differentiated  # and .grad itself
+    held += REFERENCE * FLOAT64 * count.differentiated + COMPARE * FLOAT64 * count.largest
+    if bound.settings.numeric:  # central differences: the program twice more in float64
+        held += 2 * FLOAT64 * (count.operations + count.inputs)
+    if float64_again and bound.settings.dtype != "float64":
+        held += GRAPH * FLOAT64 * count.operations + 4 * FLOAT64 * count.inputs
+    return held + extra
+
+
+def check_run(bound: Bound, what: str, **plan: Any) -> None:
+    """Refuse the run before anything is allocated if ``run_bytes`` passes the budget."""
+    estimate = run_bytes(bound, **plan)
+    if estimate > bound.limits.memory:
+        elements = sizes(bound).inputs
+        raise refuse(f"{what} on {elements} input elements", estimate, bound.limits.memory)
