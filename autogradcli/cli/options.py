@@ -269,6 +269,20 @@ SHARED: list[tuple[str, Any, Any]] = [
         ],
         None,
     ),
+    (
+        "memory",
+        Annotated[
+            str,
+            typer.Option(
+                metavar="SIZE",
+                help="Memory budget of the run: every input, pass and reference array "
+                "together, estimated before it is allocated (512M, 4G; K, M, G, T are "
+                "powers of 1024).",
+                rich_help_panel=LIMITS,
+            ),
+        ],
+        "4G",
+    ),
     ("json_output", Annotated[bool, typer.Option("--json", help="Print one JSON object.")], False),
     (
         "latex",
