@@ -174,3 +174,31 @@ def test_a_program_that_is_not_utf8_is_one_line(tmp_path):
         "text file (@cell.py), - for standard input, or the program in quotes\n",
     )
     assert RUNNER.invoke(app, ["grad", "-", "--x", "2"], input=b"x*3").exit_code == 0
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+@pytest.mark.parametrize("fortran", [False, True])
+def test_npy_files_of_every_format_version_are_read(tmp_path, version, fortran):
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    data = np.asfortranarray(data) if fortran else data
+    path = tmp_path / "x.npy"
+    with path.open("wb") as handle:
+        np.lib.format.write_array(handle, data, version=version)
+    assert path.read_bytes()[6:8] == bytes(version)
+    run = cli("grad", "sum(x*x)", "--x", f"@{path}", "--json")
+    assert run.exit_code == 0
+    assert json.loads(run.stdout)["variables"]["x"]["grad"] == [[0, 2, 4], [6, 8, 10]]
+
+
+def test_an_npy_file_shorter_than_its_header_says_is_refused_before_reading(tmp_path):
+    path = tmp_path / "short.npy"
+    with path.open("wb") as handle:
+        np.lib.format.write_array_header_2_0(
+            handle, {"descr": "<f8", "fortran_order": False, "shape": (1000,)}
+        )
+        handle.write(b"\0" * 80)
+    _refused(
+        ["grad", "sum(x)", "--x", f"@{path}"],
+        f"cannot read '@{path}' as a NumPy array: the header says 8000 bytes of data; the "
+        "file holds 80",
+    )
