@@ -65,6 +65,7 @@ TARGETS: dict[str, frozenset[str] | None] = {
             "decide",
             "_sides",
             "_beside",
+            "_moved",
             "KINK_BITS",
             "STEP_BITS",
             "SIDES_RTOL",
@@ -83,6 +84,8 @@ TESTS = (
     "tests/test_huge.py",
     "tests/test_large_reference.py",
     "tests/test_fallback.py",
+    "tests/test_mutants_judge.py",
+    "tests/test_mutants_kinks.py",
 )
 
 # Imported once in this process before any fork (never autogradcli itself); after the
@@ -138,8 +141,7 @@ EQUIVALENT: dict[str, str] = {
     _R + ":<module>:320 -> 640 in `KINK_BITS = 320`": "more precision: the same sides",
     _R + ":<module>:320 -> 321 in `KINK_BITS = 320`": "more precision: the same sides",
     _R + ":<module>:160 -> 161 in `STEP_BITS = 160`": _STEP,
-    _R + ":_beside:1 -> 2 in `flat[index] = x + direction * ldexp(max(abs(x),...`": _STEP,
-    _R + ":_beside:+ -> - in `x + direction * ldexp(max(abs(x), 1), -STEP_BITS)`": _SWAP,
+    _R + ":_moved:+ -> - in `x + direction * arith.ctx.ldexp(max(abs(x), 1), -STEP_BITS)`": _SWAP,
     _R + ":_beside:ternary negated: `direction > 0`": _SWAP,
     _R + ":_beside:> -> < in `direction > 0`": _SWAP,
     _R + ":_beside:> -> >= in `direction > 0`": "direction is -1 or 1",
