@@ -18,6 +18,11 @@ from autogradcli.cli import app
 from tests.schemas import validate, validate_text
 
 os.environ["AUTOGRAD_CLI_NO_WORKER"] = "1"  # no test starts or uses a real warm worker
+# One torch thread (set before torch loads; child processes inherit it): the suite's tensors
+# are small and its machine's cores are shared, and OpenMP/MKL threads that spin waiting for
+# a busy core made the numeric fallback's 11,000 tiny matmuls of one test take 90 s, not 2.5 s.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 ENV = {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "dumb"}
 try:  # Click before 8.2 mixes stderr into stdout unless asked not to
     RUNNER = CliRunner(env=ENV, mix_stderr=False)  # type: ignore[call-arg]
