@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner
 
 from autogradcli.cli import app
@@ -23,6 +24,12 @@ os.environ["AUTOGRAD_CLI_NO_WORKER"] = "1"  # no test starts or uses a real warm
 # a busy core made the numeric fallback's 11,000 tiny matmuls of one test take 90 s, not 2.5 s.
 for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_threads, "1")
+# Hypothesis: the same examples on every run (derived from each test, no example database)
+# unless AUTOGRAD_CLI_LONG=1 asks for the long, random profile; a test's own settings win.
+settings.register_profile(
+    "suite", derandomize=os.environ.get("AUTOGRAD_CLI_LONG") != "1", database=None
+)
+settings.load_profile("suite")
 ENV = {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "dumb"}
 try:  # Click before 8.2 mixes stderr into stdout unless asked not to
     RUNNER = CliRunner(env=ENV, mix_stderr=False)  # type: ignore[call-arg]
