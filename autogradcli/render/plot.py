@@ -27,7 +27,21 @@ def render(result: PlotResult, style: Style = CLI) -> Any:
 
     mark = Verdict(result.verdict).mark
     picture = Text.from_ansi(terminal(result), no_wrap=True, overflow="ignore")
-    return Group(picture, Text(verdict_line(result), style=STYLES[mark]))
+    verdict = Text(verdict_line(result), style=STYLES[mark])
+    left_out = left_out_line(result)
+    return Group(picture, Text(left_out), verdict) if left_out else Group(picture, verdict)
+
+
+def left_out_line(result: PlotResult) -> str:
+    """``note: 23 of 200 points are not drawn ...`` where f or a derivative is not finite
+    (an overflow, a point outside the domain); empty when every point is drawn."""
+    count = int(result.not_finite.sum())
+    if not count:
+        return ""
+    return (
+        f"note: {count} of {result.x.size} points are not drawn: f or a derivative is not "
+        "finite there (an overflow, or outside the domain)"
+    )
 
 
 def verdict_line(result: PlotResult) -> str:
@@ -48,35 +62,33 @@ def _label(result: PlotResult) -> str:
 
 
 def terminal(result: PlotResult, width: int = 100, height: int = 24) -> str:
-    """The plot as text (plotext), with a legend line."""
+    """The plot as text (plotext), with a legend line. Each curve is drawn at its finite
+    points only: plotext fails on NaN and infinity (``left_out_line`` says how many)."""
     import plotext as plt
 
     plt.clear_figure()
     plt.plotsize(width, height)
-    x = result.x.tolist()
-    plt.plot(x, _finite(result.f), label="f", marker="braille")
-    plt.plot(x, _finite(result.expected), label=f"{_label(result)} SymPy", marker="braille")
-    plt.plot(x, _finite(result.autograd), label=f"{_label(result)} autograd", marker="dot")
-    for mask, label, marker in (
+    label = _label(result)
+    for values, name, marker in (
+        (result.f, "f", "braille"),
+        (result.expected, f"{label} SymPy", "braille"),
+        (result.autograd, f"{label} autograd", "dot"),
+    ):
+        keep = np.isfinite(values)
+        if keep.any():
+            plt.plot(result.x[keep].tolist(), values[keep].tolist(), label=name, marker=marker)
+    for mask, name, marker in (
         (result.disagree, "disagree", "x"),
         (result.kinks, "kink", "o"),
     ):
-        if mask.any():
+        keep = mask & np.isfinite(result.autograd)
+        if keep.any():
             plt.scatter(
-                result.x[mask].tolist(), result.autograd[mask].tolist(), label=label, marker=marker
+                result.x[keep].tolist(), result.autograd[keep].tolist(), label=name, marker=marker
             )
     plt.title(f"{result.expression}  over {result.wrt}")
     plt.theme("clear")
     return str(plt.build())
-
-
-def _finite(values: np.ndarray) -> list[float]:
-    """plotext draws no NaN: undefined points become gaps at the nearest finite value."""
-    out = np.where(np.isfinite(values), values, np.nan)
-    if np.isnan(out).all():
-        return [0.0] * len(out)
-    fill = np.nanmin(out)
-    return np.where(np.isnan(out), fill, out).tolist()
 
 
 def to_file(result: PlotResult, path: Path) -> None:
@@ -93,9 +105,10 @@ def to_file(result: PlotResult, path: Path) -> None:
     from matplotlib import pyplot
 
     figure, axes = pyplot.subplots(figsize=(7, 4.2), dpi=120)
-    axes.plot(result.x, result.f, label="f", color="0.55")
-    axes.plot(result.x, result.expected, label=f"{_label(result)} (SymPy)", lw=2.5, color="C0")
-    axes.plot(result.x, result.autograd, "--", label=f"{_label(result)} (autograd)", color="C1")
+    f, expected, autograd = (_gaps(v) for v in (result.f, result.expected, result.autograd))
+    axes.plot(result.x, f, label="f", color="0.55")
+    axes.plot(result.x, expected, label=f"{_label(result)} (SymPy)", lw=2.5, color="C0")
+    axes.plot(result.x, autograd, "--", label=f"{_label(result)} (autograd)", color="C1")
     if result.disagree.any():
         axes.plot(result.x[result.disagree], result.autograd[result.disagree], "x", color="C3",
                   label="disagree")  # fmt: skip
@@ -118,6 +131,11 @@ def to_file(result: PlotResult, path: Path) -> None:
         ) from None
     finally:
         pyplot.close(figure)
+
+
+def _gaps(values: np.ndarray) -> np.ndarray:
+    """Infinities as NaN, which matplotlib leaves as gaps in a line."""
+    return np.where(np.isfinite(values), values, np.nan)
 
 
 def _metadata(suffix: str) -> dict[str, object] | None:

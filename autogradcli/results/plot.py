@@ -40,6 +40,13 @@ class PlotResult(Rendered):
     def agree(self) -> bool:
         return bool(agrees(self.verdict, self.strict))
 
+    @property
+    def not_finite(self) -> np.ndarray:
+        """The points where f, autograd's or SymPy's derivative is NaN or infinite (an
+        overflow, a point outside the domain): a picture leaves them out."""
+        finite = np.isfinite(self.f) & np.isfinite(self.autograd) & np.isfinite(self.expected)
+        return ~finite
+
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         return strict(
             {
