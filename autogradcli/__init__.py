@@ -29,6 +29,17 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.2.0"
 
 EXIT_CODES = "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
+# The exit codes of every command beyond its verdicts and bad input (each command's help
+# ends with them; docs/trust.md, "Faults survived", lists them from here).
+INTERNAL_ERROR = 3
+FAULT_EXIT_CODES: dict[int, str] = {
+    INTERNAL_ERROR: "internal error, a bug (AUTOGRAD_CLI_TRACEBACK=1 prints the traceback)",
+    130: "stopped by Ctrl-C",
+    141: "standard output closed early (a pipe into head)",
+    143: "stopped by SIGTERM",
+}
+FAULT_EXITS = "Also: " + ", ".join(f"{k} {v}" for k, v in FAULT_EXIT_CODES.items()) + "."
+
 
 
 @dataclass(frozen=True)

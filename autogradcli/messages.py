@@ -381,6 +381,20 @@ ERRORS: dict[str, str] = {
     "line_encoding": "line {line} is not UTF-8 (byte {column}); save the file as UTF-8",
     "too_many_lines": "the script has more than {limit} lines; the rest was not read",
     "too_many_cases": "'{path}' holds more than {limit} cases; split it into smaller files",
+    # faults around a run (check, shell, the command line's output)
+    "stream_too_large": "{where} gave more than {limit} bytes; the rest was not read (split "
+    "the input into smaller files)",
+    "writes_not_allowed": "[[{option}={path}]]: a line of {source} writes no file; to let it, "
+    "run autograd-cli {command} with --allow-writes",
+    "overwrites_input": "[[{option}={path}]] is the {what} that was read; write to another file",
+    "internal_error": "internal error ({error}: {detail}); this is a bug in autograd-cli, "
+    "please report it (AUTOGRAD_CLI_TRACEBACK=1 prints the traceback)",
+    "output_failed": "cannot write the output: {detail}",
+    "worker_lost": "the worker process running this case {how}, twice; the case did not "
+    "finish (out of memory? run it alone, without --jobs)",
+    "worker_retried": "note: a worker process {how} while running line {line}; the case ran "
+    "again in a new one",
+    "check_stopped": "stopped by {signal}: {done} of {total} cases finished",
     "npy_unreadable": "cannot read '@{path}' as a NumPy array: {detail}",
     "npy_not_numeric": "'@{path}' does not hold a numeric array",
     "pt_unreadable": "cannot read '@{path}' with torch.load(weights_only=True): {detail}",

@@ -503,8 +503,8 @@ check = {
             {
                 "case": {"type": "integer", "minimum": 1},
                 "source": {"type": "string"},
-                "exit_code": {"enum": [0, 1, 2]},
-                "status": {"enum": ["agree", "disagree", "bad input"]},
+                "exit_code": {"enum": [0, 1, 2, 3]},
+                "status": {"enum": ["agree", "disagree", "bad input", "internal error"]},
                 "seconds": {"type": "number", "minimum": 0},
                 "error": {"type": ["string", "null"]},
                 "document": {"type": ["object", "null"]},
@@ -518,8 +518,10 @@ check = {
                         "agreed": {"type": "integer", "minimum": 0},
                         "disagreed": {"type": "integer", "minimum": 0},
                         "bad_input": {"type": "integer", "minimum": 0},
+                        "internal_errors": {"type": "integer", "minimum": 0},
                         "seconds": {"type": "number", "minimum": 0},
-                        "exit_code": {"enum": [0, 1, 2]},
+                        "stopped": {"enum": [None, "Ctrl-C", "SIGTERM"]},
+                        "exit_code": {"enum": [0, 1, 2, 3, 130, 143]},
                     }
                 )
             }

@@ -62,7 +62,9 @@ def test_check_reports_each_bad_case_by_line_and_runs_the_rest(cases, tmp_path):
             "agreed": 4,
             "disagreed": 1,
             "bad_input": 5,
+            "internal_errors": 0,
             "seconds": last["summary"]["seconds"],
+            "stopped": None,
             "exit_code": 2,
         }
     }

@@ -17,8 +17,22 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from autogradcli import COMMANDS, EXIT_CODES, Command, __version__, resolve
-from autogradcli.cli.errors import report_error
+from autogradcli import (
+    COMMANDS,
+    EXIT_CODES,
+    FAULT_EXITS,
+    INTERNAL_ERROR,
+    Command,
+    __version__,
+    resolve,
+)
+from autogradcli.cli.errors import (
+    OUTPUT_ERRNOS,
+    OutputError,
+    output_failed,
+    report_error,
+    report_internal,
+)
 from autogradcli.cli.parsing import BOUND
 from autogradcli.errors import AutogradCliError
 from autogradcli.render import Output
@@ -63,9 +77,30 @@ class AutogradGroup(TyperGroup):
                 raise KeyboardInterrupt from None
             typer.echo("Aborted!", err=True)
             sys.exit(1)
+        except OutputError as exc:
+            if not standalone_mode:
+                raise
+            sys.exit(output_failed(exc.error))
+        except Exception as exc:  # a bug: one line that says so, exit 3
+            if not standalone_mode:
+                raise
+            if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS:  # --help > /dev/full
+                sys.exit(output_failed(exc))
+            report_internal(exc, Output.of("--json" in argv))
+            sys.exit(INTERNAL_ERROR)
         if standalone_mode:
             sys.exit(rv if isinstance(rv, int) else 0)
         return rv
+
+    def invoke(self, ctx: Any) -> Any:
+        """The command; a failure to write its output (a closed pipe, a full disk) leaves
+        Click's handling (which exits 1 on a closed pipe) as an ``OutputError``."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno in OUTPUT_ERRNOS:
+                raise OutputError(exc) from None
+            raise
 
     def list_commands(self, ctx: Any) -> list[str]:
         """The app's commands, and any the registry gained since the app was built."""
@@ -193,10 +228,11 @@ def _function(entry: Command) -> Callable[..., Any]:
 def _add(target: typer.Typer, entry: Command) -> None:
     """Register a registry entry's command on a Typer app."""
     takes_expression = entry.function is not None
+    epilog = entry.epilog or (EXIT_CODES if takes_expression else "")
     target.command(
         entry.name,
         cls=GradCommand if takes_expression else None,
-        epilog=entry.epilog or (EXIT_CODES if takes_expression else None),
+        epilog=f"{epilog} {FAULT_EXITS}".strip(),
         help=None if entry.cli else entry.summary,
     )(_function(entry))
 
@@ -214,8 +250,19 @@ for _entry in COMMANDS.values():
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: the app, then standard output flushed (a full disk or a
+    closed pipe is reported here too, never as a traceback at exit)."""
+    try:
+        app()
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        code = output_failed(exc)
+    sys.exit(code)
 
 
 __all__ = ["AutogradCliError", "app", "main"]

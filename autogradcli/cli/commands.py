@@ -18,6 +18,7 @@ import typer
 from autogradcli import Command, resolve
 from autogradcli.cli.errors import errors, finish, program_text, unreadable_as
 from autogradcli.cli.options import (
+    AllowWritesOption,
     ConstOption,
     ExpectOption,
     ExplainOption,
@@ -38,6 +39,8 @@ from autogradcli.cli.parsing import (
     ExpressionArg,
     check_file,
     expectations,
+    may_write,
+    read_files,
     tangents,
     variables,
     write,
@@ -270,14 +273,18 @@ def graph(
     import autogradcli as ag
     from autogradcli.render import dot as dots
 
+    read = read_files(expression, var or [])
     expression = _program(ctx, output, expression, settings)
     with errors(ctx, output):
         to_stdout = dot is not None and str(dot) == "-"
         if to_stdout and output is Output.JSON:
             raise VariableError("dot_stdout_json")
         images = [(path, fmt) for path, fmt in ((svg, "svg"), (png, "png")) if path is not None]
+        if dot is not None and not to_stdout:
+            may_write(dot, "dot", read)
         for path, fmt in images:
             check_file(path, fmt)
+            may_write(path, fmt, read)
         if images:
             dots.need_graphviz(images[0][1])
         values = variables(var or [], expression)
@@ -324,11 +331,13 @@ def plot(
     import autogradcli as ag
     from autogradcli.render import plot as plots
 
+    read = read_files(expression, var or [])
     expression = _program(ctx, output, expression, settings)
     with errors(ctx, output):
         values = variables(var or [], expression)
         if output_file is not None:
             check_file(output_file, "output")
+            may_write(output_file, "output", read)
         result = ag.plot(expression, values, wrt=wrt, points=points, order=order, settings=settings)
         if output_file is not None:
             plots.to_file(result, output_file)
@@ -338,6 +347,8 @@ def plot(
     if output is Output.JSON:
         finish(result, output)
     typer.echo(f"wrote {output_file}")
+    if plots.left_out_line(result):
+        typer.echo(plots.left_out_line(result))
     typer.echo(plots.verdict_line(result))
     raise typer.Exit(0 if result.agree else 1)
 
@@ -358,26 +369,28 @@ def check(
     fail_fast: Annotated[
         bool, typer.Option("--fail-fast", help="Stop at the first case that does not agree.")
     ] = False,
+    allow_writes: AllowWritesOption = False,
 ) -> None:
     """Run many cases from a file in one process, with a summary (and JUnit XML)."""
     output = Output.of(json_output)
     with errors(None, output):
         workers = parse_number("jobs", jobs)
-        cases = _cases_text(file)
         if junit_xml is not None:
             check_file(junit_xml, "junit-xml")
+            may_write(junit_xml, "junit-xml", [] if file == "-" else [(file, "check file")])
+        cases = _cases_text(file)
     from autogradcli.cli.checking import run_check
 
-    raise typer.Exit(run_check(cases, file, output, junit_xml, workers, fail_fast))
+    raise typer.Exit(run_check(cases, file, output, junit_xml, workers, fail_fast, allow_writes))
 
 
-def shell() -> None:
+def shell(allow_writes: AllowWritesOption = False) -> None:
     """Ask many questions with one start-up: commands, bindings (x = [1., 2.]) and settings."""
     from autogradcli.cli import shell as shells
 
     if sys.stdin.isatty():
         raise typer.Exit(shells.interactive())
-    raise typer.Exit(shells.run_stream(sys.stdin.buffer))
+    raise typer.Exit(shells.run_stream(sys.stdin.buffer, shells.Shell(allow_writes=allow_writes)))
 
 
 def _cases_text(file: str) -> list[Any]:

@@ -8,8 +8,10 @@ gets a hint.
 from __future__ import annotations
 
 import difflib
+import errno
+import io
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, NoReturn
 
 import typer
@@ -20,14 +22,85 @@ from autogradcli.render import Output
 from autogradcli.render.json import error_document
 
 USAGE_EXIT = 2
+INTERRUPTED = 130  # Ctrl-C, as a shell reports a program stopped by SIGINT
+BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
+# Errors of writing the output: a reader that left (``| head``), a full disk or quota.
+OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+class OutputError(Exception):
+    """Standard output could not be written (``error``: the ``OSError``)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@contextmanager
+def rich_pipe() -> Iterator[None]:
+    """Rich's answer to a closed pipe (``Console.on_broken_pipe``: standard output to the
+    null device, then ``SystemExit(1)``, which reads as "disagree") as an ``OutputError``,
+    which ends quietly with 141. Only around Rich's printing: nothing else there exits."""
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code != 1:
+            raise
+        raise OutputError(BrokenPipeError(errno.EPIPE, "Broken pipe")) from None
+
+
+def output_failed(error: OSError) -> int:
+    """The exit code for output that could not be written: a closed pipe ends quietly
+    (141); a full disk is one ``Error:`` line (2). Standard output then goes to the null
+    device, so nothing fails again when Python flushes it at exit."""
+    import os
+    import sys
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # not a real file (a test's capture): nothing to flush at exit
+    if error.errno == errno.EPIPE:
+        return BROKEN_PIPE
+    detail = str(error.strerror or error)
+    _say(f"Error: {error_text(Coded('output_failed', detail=detail), CLI)}")
+    return USAGE_EXIT
+
+
+def report_internal(exc: BaseException, output: Output) -> None:
+    """An unexpected exception (a bug) as one ``Error: internal error (...)`` line, and
+    under ``AUTOGRAD_CLI_TRACEBACK=1`` its traceback before it."""
+    import os
+    import sys
+    import traceback
+
+    if os.environ.get("AUTOGRAD_CLI_TRACEBACK", "") not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+    report_error(internal_text(exc), "error", "internal_error", output)
+
+
+def internal_text(exc: BaseException) -> str:
+    """``internal error (KeyError: 'x'); this is a bug ...``."""
+    lines = str(exc).strip().splitlines()
+    detail = lines[0] if lines else "no message"
+    return error_text(Coded("internal_error", error=type(exc).__name__, detail=detail), CLI)
+
+
+def _say(line: str) -> None:
+    """A line on standard error, unless standard error itself cannot be written."""
+    with suppress(OSError):
+        typer.echo(line, err=True)
 
 
 def report_error(message: str, kind: str, code: str, output: Output, in_place: Any = None) -> None:
     """``Error: ...`` on stderr; with ``--json`` also ``{"error": ...}`` on stdout."""
     message = " ".join(message.split())
     if output is Output.JSON:
-        typer.echo(error_document(kind, code, message, in_place))
-    typer.echo(f"Error: {message}", err=True)
+        with suppress(OSError):  # standard output gone: the line on stderr still says it
+            typer.echo(error_document(kind, code, message, in_place))
+    _say(f"Error: {message}")
 
 
 def fail(message: str, kind: str, code: str, output: Output, in_place: Any = None) -> NoReturn:
@@ -49,14 +122,16 @@ def errors(ctx: typer.Context | None, output: Output) -> Iterator[None]:
         # A failure inside PyTorch, SymPy or NumPy on input the checks let through.
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         code = "library_failure"
-        message = error_text(_Failure(code, type(exc).__name__, detail), CLI)
+        message = error_text(Coded(code, error=type(exc).__name__, detail=detail), CLI)
         fail(message, "computation", code, output)
 
 
-class _Failure:
-    def __init__(self, code: str, error: str, detail: str) -> None:
+class Coded:
+    """A message code and its data, for ``messages.error_text``."""
+
+    def __init__(self, code: str, **data: Any) -> None:
         self.code = code
-        self.data = {"error": error, "detail": detail}
+        self.data = data
 
 
 def _suggest_option(name: str, ctx: typer.Context | None) -> str:
@@ -131,7 +206,8 @@ def finish(result: object, output: Output, after: Sequence[str] = ()) -> NoRetur
     (exit 2). ``after``: lines printed after a Rich report (``wrote FILE``)."""
     from autogradcli.render import show
 
-    show(result, output)
+    with rich_pipe():
+        show(result, output)
     if output is Output.RICH:
         for line in after:
             typer.echo(line)

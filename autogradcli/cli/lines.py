@@ -16,17 +16,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from autogradcli import line_commands
+from autogradcli import INTERNAL_ERROR, line_commands
 from autogradcli.cli.app import app
+from autogradcli.cli.errors import INTERRUPTED
 from autogradcli.cli.parsing import BOUND
 from autogradcli.errors import ValueSpecError
-
-INTERRUPTED = 130  # the exit code Click gives a command stopped by Ctrl-C
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """A line's exit code (0 agree, 1 disagree, 2 bad input), what it printed, its time."""
+    """A line's exit code (0 agree, 1 disagree, 2 bad input, 3 internal error), what it
+    printed, its time."""
 
     exit_code: int
     stdout: str = ""
@@ -67,7 +67,7 @@ def run(words: list[str], capture: bool = False) -> Outcome:
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
-    if code == INTERRUPTED:  # Click's answer to Ctrl-C: the caller decides what stops
+    if code == INTERRUPTED:  # the app's answer to Ctrl-C: the caller decides what stops
         raise KeyboardInterrupt
     return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - start)
 
@@ -82,5 +82,6 @@ __all__ = ["BOUND", "Outcome", "group", "line_commands", "run", "split", "worst"
 
 
 def worst(codes: list[int]) -> int:
-    """The exit code of many lines: 2 if any was bad input, else 1 if any disagreed, else 0."""
-    return 2 if 2 in codes else 1 if 1 in codes else 0
+    """The exit code of many lines: 3 if any met an internal error, else 2 if any was bad
+    input, else 1 if any disagreed, else 0."""
+    return next((c for c in (INTERNAL_ERROR, 2, 1) if c in codes), 0)

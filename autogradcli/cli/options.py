@@ -109,6 +109,15 @@ OrderOption = Annotated[
         "1 to 8).",
     ),
 ]
+# Options of check and shell.
+AllowWritesOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-writes",
+        help="Let the lines read write the files they name (graph --dot/--svg/--png, plot "
+        "--output); without it such a line is refused.",
+    ),
+]
 ShowRowsOption = Annotated[
     bool,
     typer.Option(

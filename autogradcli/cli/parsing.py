@@ -4,7 +4,9 @@ and completion, and output paths."""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated
@@ -17,6 +19,9 @@ from autogradcli.lang.vocabulary import elementwise_names, function_names
 # Values bound in the shell (``x = [1., 2.]``): a command uses those its expression needs.
 # Set (to a dict, maybe empty) while the shell runs a line.
 BOUND: ContextVar[dict[str, str] | None] = ContextVar("bound", default=None)
+# Set to "check" or "shell" while they run lines read from a file or a pipe without
+# --allow-writes: those lines write no file (a shared exercise sheet cannot clobber one).
+NO_WRITES: ContextVar[str | None] = ContextVar("no_writes", default=None)
 
 
 def _complete_functions(incomplete: str) -> list[str]:
@@ -111,3 +116,34 @@ def write(path: Path, text: str, option: str) -> None:
         raise ValueSpecError(
             "cannot_write", path=str(path), detail=str(exc.strerror or exc)
         ) from None
+
+
+def read_files(expression: str, specs: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The files a command line reads, with what each is: its ``@FILE`` program and
+    ``@FILE`` values."""
+    found = []
+    if expression.startswith("@") and "\n" not in expression:
+        found.append((expression[1:], "program file"))
+    for spec in specs:
+        value = spec.partition("=")[2].strip()
+        if value.startswith("@"):
+            found.append((value[1:], "value file"))
+    return found
+
+
+def may_write(path: Path, option: str, read: Sequence[tuple[str, str]] = ()) -> None:
+    """Refuse to write ``path`` for an option: from a line of ``check`` or a piped
+    ``shell`` not given --allow-writes, or onto a file the command read."""
+    command = NO_WRITES.get()
+    if command is not None:
+        source = "a check file" if command == "check" else "a piped script"
+        raise ValueSpecError(
+            "writes_not_allowed", option=option, path=str(path), command=command, source=source
+        )
+    for source, what in read:
+        try:
+            same = os.path.samefile(path, source)
+        except (OSError, ValueError):  # one of them is not there
+            same = False
+        if same:
+            raise ValueSpecError("overwrites_input", option=option, path=str(path), what=what)

@@ -24,8 +24,11 @@ from prompt_toolkit.completion import Completer as BaseCompleter
 from prompt_toolkit.completion import Completion
 
 from autogradcli.cli.lines import BOUND, line_commands, run, split, worst
+from autogradcli.cli.parsing import NO_WRITES
+from autogradcli.cli.streams import Capped
 from autogradcli.errors import AutogradCliError, LimitError, ValueSpecError
 from autogradcli.messages import CLI, error_text
+from autogradcli.settings import Limits
 
 BINDING = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(?!=)\s*(.*?)\s*$")
 # set NAME VALUE: the option each line gets unless it gives its own.
@@ -56,11 +59,14 @@ Bindings and settings that persist:
 
 @dataclass
 class Shell:
-    """The shell's state: bindings, settings, and the exit codes of the lines so far."""
+    """The shell's state: bindings, settings, and the exit codes of the lines so far.
+    ``allow_writes``: its lines may write the files they name (the prompt, where the user
+    types them, and ``shell --allow-writes``); a piped script's may not."""
 
     bound: dict[str, str] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=dict)
     codes: list[int] = field(default_factory=list)
+    allow_writes: bool = False
 
     def handle(self, line: str) -> bool:
         """Run one line; False when the line asks to leave."""
@@ -96,12 +102,14 @@ class Shell:
     def command(self, words: list[str]) -> None:
         words = [*words, *self.options(words)]
         token = BOUND.set(dict(self.bound))
+        writes = NO_WRITES.set(None if self.allow_writes else "shell")
         try:
             outcome = run(words)
         except KeyboardInterrupt:
             typer.echo("cancelled", err=True)
             return
         finally:
+            NO_WRITES.reset(writes)
             BOUND.reset(token)
         self.codes.append(outcome.exit_code)
 
@@ -174,22 +182,27 @@ def run_lines(lines: Iterable[str], shell: Shell | None = None) -> int:
     return shell.exit_code
 
 
-def run_stream(stream: BinaryIO, shell: Shell | None = None) -> int:
+def run_stream(stream: BinaryIO, shell: Shell | None = None, limits: Limits | None = None) -> int:
     """A script read as bytes (standard input): a line that is too long, holds a NUL byte or
     is not UTF-8 is one ``Error:`` line and the others still run; past ``MAX_LINES`` lines
-    the script stops with an error."""
+    or ``limits.file_bytes`` bytes in all (``shell < /dev/zero``) the script stops with an
+    error."""
     from autogradcli.reads import lines
-    from autogradcli.settings import Limits
 
     shell = shell or Shell()
-    for number, line in lines(stream, Limits().line_bytes):
-        if number > MAX_LINES:
-            shell.report(LimitError("too_many_lines", limit=MAX_LINES))
-            break
-        if isinstance(line, AutogradCliError):
-            shell.report(line)
-        elif not shell.handle(line):
-            break
+    limits = limits or Limits()
+    capped: Any = Capped(stream, limits.file_bytes)
+    try:
+        for number, line in lines(capped, limits.line_bytes):
+            if number > MAX_LINES:
+                shell.report(LimitError("too_many_lines", limit=MAX_LINES))
+                break
+            if isinstance(line, AutogradCliError):
+                shell.report(line)
+            elif not shell.handle(line):
+                break
+    except LimitError as exc:  # the input never ends: what ran stands
+        shell.report(exc)
     return shell.exit_code
 
 
@@ -218,7 +231,7 @@ def interactive(shell: Shell | None = None, session: Any = None) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
-    shell = shell or Shell()
+    shell = shell or Shell(allow_writes=True)
     if session is None:
         _load_in_background()
         path = history_path()

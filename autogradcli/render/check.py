@@ -10,7 +10,7 @@ from rich.text import Text
 
 from autogradcli.render.numbers import MARK_OF, STYLES
 
-MARKS = {0: MARK_OF["agree"], 1: MARK_OF["disagree"], 2: "!"}
+MARKS = {0: MARK_OF["agree"], 1: MARK_OF["disagree"], 2: "!", 3: "!"}
 
 
 def case_line(done: Any) -> Text:
@@ -29,15 +29,16 @@ def case_line(done: Any) -> Text:
 
 def render_summary(summary: dict[str, Any]) -> Group:
     table = Table(title="check", title_justify="left")
-    for column in ("cases", "agreed", "disagreed", "bad input", "time", "cases/s"):
-        table.add_column(column, justify="right")
+    internal = summary.get("internal_errors", 0)  # a column only when a case met one
+    columns = ("cases", "agreed", "disagreed", "bad input", "internal error", "time", "cases/s")
+    for column in columns:
+        if column != "internal error" or internal:
+            table.add_column(column, justify="right")
     seconds = summary["seconds"]
     rate = summary["cases"] / seconds if seconds > 0 else 0.0
+    counts = [summary["cases"], summary["agreed"], summary["disagreed"], summary["bad_input"]]
     table.add_row(
-        str(summary["cases"]),
-        str(summary["agreed"]),
-        str(summary["disagreed"]),
-        str(summary["bad_input"]),
+        *map(str, counts + ([internal] if internal else [])),
         f"{seconds:.2f} s",
         f"{rate:.0f}",
     )
