@@ -250,3 +250,51 @@ def test_the_corpus_through_the_api_raises_only_domain_errors():
         with pytest.raises(ag.AutogradCliError):
             ag.grad(expression, values, **extra)  # type: ignore[arg-type]
     assert not SENTINEL.exists(), "a payload ran"
+
+
+# --- faults (issue 25): lines that write files, text XML cannot hold, input without end ---
+
+# Lines of a shared sheet that would write a file: refused in a check file and a piped
+# script unless the user running them gave --allow-writes (the sentinel stays absent).
+WRITING = [
+    f'graph "x*2" --x 1 --dot {SENTINEL}',
+    f'graph "x*2" --x 1 --svg {SENTINEL}',
+    f'graph "x*2" --x 1 --png {SENTINEL}',
+    f'plot "x*2" --x 0:1 --output {SENTINEL}.png',
+    f'autograd-cli graph "x*2" --x 1 --dot={SENTINEL}',
+]
+
+
+def test_lines_that_write_files_are_refused_in_a_check_file(tmp_path):
+    SENTINEL.unlink(missing_ok=True)
+    path = tmp_path / "sheet.txt"
+    path.write_text("\n".join(WRITING) + "\n")
+    run = cli("check", str(path), "--json")
+    assert run.exit_code == 2
+    done = [json.loads(x) for x in run.stdout.splitlines()][:-1]
+    assert [d["document"]["error"]["code"] for d in done] == ["writes_not_allowed"] * len(WRITING)
+    assert all(d["error"].endswith("run autograd-cli check with --allow-writes") for d in done)
+    assert not SENTINEL.exists() and not Path(f"{SENTINEL}.png").exists()
+
+
+def test_lines_that_write_files_are_refused_in_a_piped_script(capsys):
+    SENTINEL.unlink(missing_ok=True)
+    assert run_stream(io.BytesIO(("\n".join(WRITING) + "\n").encode())) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == len(WRITING)
+    assert all(e.endswith("run autograd-cli shell with --allow-writes") for e in errors)
+    assert not SENTINEL.exists() and not Path(f"{SENTINEL}.png").exists()
+
+
+def test_the_junit_report_of_the_whole_corpus_is_well_formed_xml(tmp_path):
+    """The hostile corpus holds NUL bytes, escapes, right-to-left marks and BOMs."""
+    from xml.dom import minidom
+
+    path = tmp_path / "cases.txt"
+    hostile = [*_lines(), 'grad "x*\x1b[2J" --x 1', "grad x\x0b --x \x01", "\x7f\x1f"]
+    path.write_text("\n".join(hostile) + "\n")
+    report = tmp_path / "report.xml"
+    run = cli("check", str(path), "--junit-xml", str(report))
+    assert run.exit_code == 2 and "Traceback" not in run.stdout + run.stderr
+    parsed = minidom.parse(str(report))
+    assert len(parsed.getElementsByTagName("testcase")) == len(hostile)
