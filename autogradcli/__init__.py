@@ -41,7 +41,6 @@ FAULT_EXIT_CODES: dict[int, str] = {
 FAULT_EXITS = "Also: " + ", ".join(f"{k} {v}" for k, v in FAULT_EXIT_CODES.items()) + "."
 
 
-
 @dataclass(frozen=True)
 class Command:
     """One command. Names are ``"module:attribute"`` strings, imported only when used.
