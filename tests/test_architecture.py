@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "autogradcli"
 LAYERS = [
     "autogradcli",  # the package itself (__version__)
     "errors",
+    "memory",
     "settings",
     "reads",
     "glossary",
@@ -28,6 +29,7 @@ LAYERS = [
     "policy",
     "results",
     "bind",
+    "footprint",
     "torchside",
     "reference",
     "verify",
