@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autogradcli.errors import ShapeError
 from autogradcli.lang.ops import (
     REDUCTION,
+    Dims,
     Op,
     Param,
     axis,
@@ -27,30 +28,45 @@ from autogradcli.lang.ops import (
 )
 from autogradcli.lang.tree import Binary, Node, Num, Unary, call
 
+if TYPE_CHECKING:  # the modules come as arguments: none is imported to run
+    from types import ModuleType
+
+    import sympy
+    import torch as torch_
+    from numpy import ndarray
+
 # --- the reference side's helpers --------------------------------------------------------------
 
 
-def objects(np: Any, value: Any) -> Any:
+def objects(np: ModuleType, value: object) -> ndarray:
     return np.array(value, dtype=object)
 
 
-def sum_of(sp: Any, np: Any, a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+def sum_of(
+    sp: ModuleType, np: ModuleType, a: ndarray, dim: Dims = None, keepdim: bool = False
+) -> ndarray:
     return objects(np, np.sum(a, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0))
 
 
-def mean(sp: Any, np: Any, a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+def mean(
+    sp: ModuleType, np: ModuleType, a: ndarray, dim: Dims = None, keepdim: bool = False
+) -> ndarray:
     axes = np_axes(dim, a.ndim)
     count = a.size if axes is None else math.prod(a.shape[i] for i in axes)
     total = np.sum(a, axis=axes, keepdims=keepdim and a.ndim > 0)
     return objects(np, total * sp.Rational(1, max(count, 1)))
 
 
-def prod(sp: Any, np: Any, a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+def prod(
+    sp: ModuleType, np: ModuleType, a: ndarray, dim: Dims = None, keepdim: bool = False
+) -> ndarray:
     return objects(np, np.prod(a, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0))
 
 
-def _extreme(pick: str) -> Callable[..., Any]:
-    def fold(sp: Any, np: Any, a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+def _extreme(pick: str) -> Callable[..., ndarray]:
+    def fold(
+        sp: ModuleType, np: ModuleType, a: ndarray, dim: Dims = None, keepdim: bool = False
+    ) -> ndarray:
         combine = np.frompyfunc(lambda u, v: getattr(sp, pick)(u, v), 2, 1)
         axes = np_axes(dim, a.ndim)
         if a.ndim == 0:
@@ -64,25 +80,27 @@ def _extreme(pick: str) -> Callable[..., Any]:
     return fold
 
 
-def _exp(sp: Any, np: Any, a: Any) -> Any:
+def _exp(sp: ModuleType, np: ModuleType, a: ndarray) -> ndarray:
     return np.vectorize(sp.exp, otypes=[object])(a)
 
 
-def _log(sp: Any, np: Any, a: Any) -> Any:
+def _log(sp: ModuleType, np: ModuleType, a: ndarray) -> ndarray:
     return np.vectorize(sp.log, otypes=[object])(a)
 
 
-def softmax(sp: Any, np: Any, a: Any, dim: int) -> Any:
+def softmax(sp: ModuleType, np: ModuleType, a: ndarray, dim: int) -> ndarray:
     e = _exp(sp, np, a)
     return e / np.sum(e, axis=np_axes(dim, a.ndim), keepdims=True)
 
 
-def log_softmax(sp: Any, np: Any, a: Any, dim: int) -> Any:
+def log_softmax(sp: ModuleType, np: ModuleType, a: ndarray, dim: int) -> ndarray:
     e = _exp(sp, np, a)
     return a - _log(sp, np, objects(np, np.sum(e, axis=np_axes(dim, a.ndim), keepdims=True)))
 
 
-def logsumexp(sp: Any, np: Any, a: Any, dim: Any, keepdim: bool = False) -> Any:
+def logsumexp(
+    sp: ModuleType, np: ModuleType, a: ndarray, dim: Dims, keepdim: bool = False
+) -> ndarray:
     e = _exp(sp, np, a)
     total = np.sum(e, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0)
     empty = sp.S.NegativeInfinity  # log of an empty sum: PyTorch's -inf (SymPy's log(0) is zoo)
@@ -91,35 +109,44 @@ def logsumexp(sp: Any, np: Any, a: Any, dim: Any, keepdim: bool = False) -> Any:
     )
 
 
-def norm(sp: Any, np: Any, a: Any, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Any:
+def norm(
+    sp: ModuleType,
+    np: ModuleType,
+    a: ndarray,
+    p: int | str = 2,
+    dim: Dims = None,
+    keepdim: bool = False,
+) -> ndarray:
     total = np.sum(a * a, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0)
     return np.vectorize(sp.sqrt, otypes=[object])(objects(np, total))
 
 
-def cat(sp: Any, np: Any, *arrays: Any, dim: int = 0) -> Any:
+def cat(sp: ModuleType, np: ModuleType, *arrays: ndarray, dim: int = 0) -> ndarray:
     kept = cat_kept(list(arrays), [a.shape for a in arrays])
     return np.concatenate(kept, axis=axis(dim, kept[0].ndim))
 
 
-def flatten(sp: Any, np: Any, a: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
+def flatten(
+    sp: ModuleType, np: ModuleType, a: ndarray, start_dim: int = 0, end_dim: int = -1
+) -> ndarray:
     return a.reshape(flatten_shape([a.shape], start_dim, end_dim))
 
 
-def squeeze(sp: Any, np: Any, a: Any, dim: Any = None) -> Any:
+def squeeze(sp: ModuleType, np: ModuleType, a: ndarray, dim: Dims = None) -> ndarray:
     return a.reshape(squeeze_shape([a.shape], dim))
 
 
-def unsqueeze(sp: Any, np: Any, a: Any, dim: int) -> Any:
+def unsqueeze(sp: ModuleType, np: ModuleType, a: ndarray, dim: int) -> ndarray:
     return a.reshape(unsqueeze_shape([a.shape], dim))
 
 
-def transpose(sp: Any, np: Any, a: Any, dim0: int, dim1: int) -> Any:
+def transpose(sp: ModuleType, np: ModuleType, a: ndarray, dim0: int, dim1: int) -> ndarray:
     if a.ndim == 0:
         return a
     return np.swapaxes(a, axis(dim0, a.ndim), axis(dim1, a.ndim))
 
 
-def _numbers(sp: Any, np: Any, target: Any, what: str) -> Any:
+def _numbers(sp: ModuleType, np: ModuleType, target: ndarray, what: str) -> ndarray:
     """A target's values as Python numbers (it must be a constant known as a number)."""
     flat = []
     for cell in np.asarray(target, dtype=object).reshape(-1):
@@ -129,7 +156,7 @@ def _numbers(sp: Any, np: Any, target: Any, what: str) -> Any:
     return np.array(flat, dtype=float).reshape(np.shape(target))
 
 
-def _reduce_loss(sp: Any, np: Any, losses: Any, reduction: str) -> Any:
+def _reduce_loss(sp: ModuleType, np: ModuleType, losses: ndarray, reduction: str) -> ndarray:
     if reduction == "none":
         return objects(np, losses)
     if reduction == "sum":
@@ -137,7 +164,9 @@ def _reduce_loss(sp: Any, np: Any, losses: Any, reduction: str) -> Any:
     return objects(np, np.sum(losses) * sp.Rational(1, max(losses.size, 1)))
 
 
-def _classes(sp: Any, np: Any, x: Any, target: Any, log_probs: Any, what: str) -> Any:
+def _classes(
+    sp: ModuleType, np: ModuleType, x: ndarray, target: ndarray, log_probs: ndarray, what: str
+) -> ndarray:
     """-log p of each sample's class: ``log_probs`` shaped like ``x``, ``target`` indices."""
     picks = _numbers(sp, np, target, what)
     count = x.shape[-1]
@@ -151,13 +180,13 @@ def _classes(sp: Any, np: Any, x: Any, target: Any, log_probs: Any, what: str) -
 
 
 def cross_entropy(
-    sp: Any,
-    np: Any,
-    x: Any,
-    target: Any,
+    sp: ModuleType,
+    np: ModuleType,
+    x: ndarray,
+    target: ndarray,
     reduction: str = "mean",
     label_smoothing: float = 0.0,
-) -> Any:
+) -> ndarray:
     log_probs = log_softmax(sp, np, x, -1)
     smooth = sp.nsimplify(label_smoothing) if label_smoothing else 0
     count = x.shape[-1]
@@ -175,14 +204,20 @@ def cross_entropy(
     return _reduce_loss(sp, np, np.asarray(losses, dtype=object), reduction)
 
 
-def nll_loss(sp: Any, np: Any, x: Any, target: Any, reduction: str = "mean") -> Any:
+def nll_loss(
+    sp: ModuleType, np: ModuleType, x: ndarray, target: ndarray, reduction: str = "mean"
+) -> ndarray:
     losses = _classes(sp, np, x, target, x, "nll_loss's target")
     return _reduce_loss(sp, np, np.asarray(losses, dtype=object), reduction)
 
 
 def cross_entropy_torch(
-    torch: Any, x: Any, t: Any, reduction: str = "mean", label_smoothing: float = 0.0
-) -> Any:
+    torch: ModuleType,
+    x: torch_.Tensor,
+    t: torch_.Tensor,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> torch_.Tensor:
     indices = t.dim() == x.dim() - 1
     target = t.long() if indices else t
     f = torch.nn.functional.cross_entropy
@@ -253,21 +288,23 @@ def bce_logits(
     return _reduce(_times(weight, loss), reduction)
 
 
-def softplus(sp: Any, a: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+def softplus(
+    sp: ModuleType, a: sympy.Expr, beta: float = 1.0, threshold: float = 20.0
+) -> sympy.Expr:
     """PyTorch's softplus: log(1 + exp(beta*x))/beta, and x itself where beta*x > threshold
     (its derivative 1 there)."""
     b, t = sp.nsimplify(beta), sp.nsimplify(threshold)
     return sp.Piecewise((a, b * a > t), (sp.log(1 + sp.exp(b * a)) / b, True))
 
 
-def gelu(sp: Any, a: Any, approximate: str = "none") -> Any:
+def gelu(sp: ModuleType, a: sympy.Expr, approximate: str = "none") -> sympy.Expr:
     if approximate == "tanh":  # PyTorch's constants: sqrt(2/pi) and 0.044715
         inner = sp.sqrt(2 / sp.pi) * (a + sp.Rational(44715, 1000000) * a**3)
         return a * (1 + sp.tanh(inner)) / 2
     return a * (1 + sp.erf(a / sp.sqrt(2))) / 2
 
 
-def where_term(sp: Any, c: Any, a: Any, b: Any) -> Any:
+def where_term(sp: ModuleType, c: sympy.Expr, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     condition = c if isinstance(c, sp.core.relational.Relational) else sp.Ne(c, 0)
     if condition is sp.true:
         return a
@@ -276,7 +313,12 @@ def where_term(sp: Any, c: Any, a: Any, b: Any) -> Any:
     return sp.Piecewise((a, condition), (b, True))
 
 
-def clamp_term(sp: Any, a: Any, low: Any = None, high: Any = None) -> Any:
+def clamp_term(
+    sp: ModuleType,
+    a: sympy.Expr,
+    low: sympy.Expr | float | None = None,
+    high: sympy.Expr | float | None = None,
+) -> sympy.Expr:
     if low is not None:
         a = sp.Max(a, low)
     if high is not None:
@@ -332,7 +374,7 @@ def operator(op: str) -> Callable[..., Node]:
     return lambda a, b: Binary(op, a, b)
 
 
-def reduction(name: str, function: Callable[..., Any], dims: str = "dims") -> Op:
+def reduction(name: str, function: Callable[..., ndarray], dims: str = "dims") -> Op:
     return Op(
         name,
         torch=lambda torch, a, dim=None, keepdim=False: (
@@ -376,7 +418,9 @@ def loss(
     its reference a definition through other operations (``expand``)."""
     tensors = ("input", "target", *optional)
 
-    def run(torch: Any, a: Any, t: Any, **kwargs: Any) -> Any:
+    def run(
+        torch: ModuleType, a: torch_.Tensor, t: torch_.Tensor, **kwargs: float | str
+    ) -> torch_.Tensor:
         return getattr(torch.nn.functional, name)(a, t, **kwargs)
 
     return Op(

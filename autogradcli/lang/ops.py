@@ -7,14 +7,33 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from autogradcli.errors import ShapeError
-from autogradcli.lang.tree import Node
+from autogradcli.lang.tree import Node, Subscript
+
+if TYPE_CHECKING:
+    import torch
+    from numpy import ndarray
+    from sympy import Expr
 
 Shape = tuple[int, ...]
-REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+# A reduction's or an operation's ``dim``: one, several, or None (every dim).
+Dims = int | tuple[int, ...] | None
+# A parameter's value as written: an integer, a number, a flag, a word or a shape.
+Value = int | float | bool | str | tuple[int, ...] | None
+
+
+class _Required:
+    """The default of a parameter that must be given."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
 REDUCTION = ("mean", "sum", "none")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -24,8 +43,8 @@ class Param:
 
     name: str
     kind: str
-    default: Any = REQUIRED
-    choices: tuple[Any, ...] = ()
+    default: Value | _Required = REQUIRED
+    choices: tuple[Value, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,9 +61,9 @@ class Op:
     differentiable, and ``kink_atoms`` the SymPy jumps that show it in a derivative."""
 
     name: str
-    torch: Callable[..., Any] | None = None
-    sympy: Callable[..., Any] | None = None
-    components: Callable[..., Any] | None = None
+    torch: Callable[..., torch.Tensor] | None = None
+    sympy: Callable[..., Expr] | None = None
+    components: Callable[..., ndarray] | None = None
     expand: Callable[..., Node] | None = None
     build: Callable[..., Node] | None = None
     shape: Callable[..., Shape] | None = None
@@ -101,7 +120,7 @@ def axis(dim: int, ndim: int) -> int:
     return dim % size
 
 
-def _axes(dim: Any, ndim: int) -> tuple[int, ...] | None:
+def _axes(dim: Dims, ndim: int) -> tuple[int, ...] | None:
     if dim is None:
         return None
     dims = dim if isinstance(dim, tuple) else (dim,)
@@ -111,13 +130,13 @@ def _axes(dim: Any, ndim: int) -> tuple[int, ...] | None:
     return found
 
 
-def every_dim(dim: Any) -> Any:
+def every_dim(dim: Dims) -> Dims:
     """A reduction's ``dim`` as the reference reads it: PyTorch reduces over every dim
     when ``dim`` is None or empty (``sum(x, ())``, ``torch.sum(x, [])``)."""
     return None if dim == () else dim
 
 
-def reduced(shape: Shape, dim: Any = None, keepdim: bool = False) -> Shape:
+def reduced(shape: Shape, dim: Dims = None, keepdim: bool = False) -> Shape:
     """The shape after reducing ``dim`` (all dims when None or empty)."""
     axes = _axes(every_dim(dim), len(shape))
     if not shape:
@@ -129,31 +148,31 @@ def reduced(shape: Shape, dim: Any = None, keepdim: bool = False) -> Shape:
     return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
-def np_axes(dim: Any, ndim: int) -> Any:
+def np_axes(dim: Dims, ndim: int) -> tuple[int, ...] | None:
     """A reduction's dim for NumPy on an object array (a 0-d array has no axes: all of it;
     an empty dim is every dim, as in PyTorch)."""
     dim = every_dim(dim)
     return None if dim is None or ndim == 0 else _axes(dim, ndim)
 
 
-def reduce_shape(shapes: list[Shape], dim: Any = None, keepdim: bool = False, **_: Any) -> Shape:
+def reduce_shape(shapes: list[Shape], dim: Dims = None, keepdim: bool = False, **_: Value) -> Shape:
     return reduced(shapes[0], dim, keepdim)
 
 
-def same_shape(shapes: list[Shape], dim: Any = None, **_: Any) -> Shape:
+def same_shape(shapes: list[Shape], dim: int | None = None, **_: Value) -> Shape:
     if dim is not None:
         axis(dim, len(shapes[0]))
     return shapes[0]
 
 
-def dot_shape(shapes: list[Shape], **_: Any) -> Shape:
+def dot_shape(shapes: list[Shape], **_: Value) -> Shape:
     a, b = shapes
     if len(a) != 1 or a != b:
         raise ShapeError("dot_shapes", left=list(a), right=list(b))
     return ()
 
 
-def t_shape(shapes: list[Shape], **_: Any) -> Shape:
+def t_shape(shapes: list[Shape], **_: Value) -> Shape:
     (shape,) = shapes
     if len(shape) > 2:
         raise ShapeError("transpose_not_2d", shape=list(shape))
@@ -201,14 +220,14 @@ def flatten_shape(shapes: list[Shape], start_dim: int = 0, end_dim: int = -1) ->
     return (*shape[:a], math.prod(shape[a : b + 1]), *shape[b + 1 :])
 
 
-def _squeeze_axes(shape: Shape, dim: Any) -> tuple[int, ...]:
+def _squeeze_axes(shape: Shape, dim: Dims) -> tuple[int, ...]:
     if dim is None:
         return tuple(i for i, n in enumerate(shape) if n == 1)
     axes = _axes(dim, len(shape)) or ()
     return tuple(i for i in axes if shape and shape[i] == 1)
 
 
-def squeeze_shape(shapes: list[Shape], dim: Any = None) -> Shape:
+def squeeze_shape(shapes: list[Shape], dim: Dims = None) -> Shape:
     shape = shapes[0]
     gone = _squeeze_axes(shape, dim)
     return tuple(n for i, n in enumerate(shape) if i not in gone)
@@ -226,7 +245,7 @@ def unsqueeze_shape(shapes: list[Shape], dim: int) -> Shape:
     return (*shape[:at], 1, *shape[at:])
 
 
-def cat_kept(items: list[Any], shapes: list[Shape]) -> list[Any]:
+def cat_kept(items: list[T], shapes: list[Shape]) -> list[T]:
     """What ``cat`` joins: PyTorch skips 1-D tensors of no elements (its legacy rule)."""
     kept = [item for item, shape in zip(items, shapes, strict=True) if shape != (0,)]
     return kept or items[:1]
@@ -254,7 +273,7 @@ def stack_shape(shapes: list[Shape], dim: int = 0) -> Shape:
     return (*first[:at], len(shapes), *first[at:])
 
 
-def index_shape(shape: Shape, items: tuple[Any, ...]) -> Shape:
+def index_shape(shape: Shape, items: tuple[Subscript, ...]) -> Shape:
     """The shape of ``value[items]`` (PyTorch's basic indexing and integer lists)."""
     import numpy as np
 
@@ -265,12 +284,12 @@ def index_shape(shape: Shape, items: tuple[Any, ...]) -> Shape:
         raise ShapeError("bad_index", shape=list(shape), detail=str(exc)) from None
 
 
-def loss_shape(shapes: list[Shape], reduction: str = "mean", **_: Any) -> Shape:
+def loss_shape(shapes: list[Shape], reduction: str = "mean", **_: Value) -> Shape:
     out = broadcast_all(shapes)
     return out if reduction == "none" else ()
 
 
-def class_shape(shapes: list[Shape], reduction: str = "mean", **_: Any) -> Shape:
+def class_shape(shapes: list[Shape], reduction: str = "mean", **_: Value) -> Shape:
     """cross_entropy/nll_loss: input (C,) or (N, C); target of class indices (N,) or of
     class probabilities (N, C)."""
     x, t = shapes
@@ -281,7 +300,7 @@ def class_shape(shapes: list[Shape], reduction: str = "mean", **_: Any) -> Shape
     return x[:-1] if reduction == "none" else ()
 
 
-def nll_shape(shapes: list[Shape], reduction: str = "mean", **_: Any) -> Shape:
+def nll_shape(shapes: list[Shape], reduction: str = "mean", **_: Value) -> Shape:
     x, t = shapes
     if len(x) not in (1, 2) or t != x[:-1]:
         raise ShapeError("class_target", input=list(x), target=list(t))

@@ -89,6 +89,8 @@ class Slice:
 # One item of a subscript: an integer, a slice, ``...``, ``None`` (a new axis of size 1),
 # or a tuple of integers (picking those positions along the axis).
 IndexItem = int | Slice | EllipsisType | None | tuple[int, ...]
+# An item of Python's own subscript, as NumPy and torch take it.
+Subscript = int | slice | EllipsisType | None | list[int]
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class Index:
     value: Node
     items: tuple[IndexItem, ...]
 
-    def python(self) -> tuple[Any, ...]:
+    def python(self) -> tuple[Subscript, ...]:
         """The items as Python's subscript (a tuple) for NumPy and torch."""
         return tuple(
             i.python() if isinstance(i, Slice) else list(i) if isinstance(i, tuple) else i

@@ -10,15 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autogradcli.messages import CLI, Style
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from autogradcli.results import Rendered
 
 FULL: ContextVar[bool] = ContextVar("full", default=False)  # --full: derivatives in full
 LATEX: ContextVar[bool] = ContextVar("latex", default=False)  # --latex: derivatives as LaTeX
 
 
-def renderer(result: Any) -> Callable[[Any, Style], Any]:
+def renderer(result: Rendered) -> Callable[[Rendered, Style], RenderableType]:
     """The renderer of a result's type, from the command registry
     (``autogradcli.renderers()``, keyed by result class); a type no command registered is
     an error, never another command's renderer."""
@@ -30,12 +35,12 @@ def renderer(result: Any) -> Callable[[Any, Style], Any]:
     raise TypeError(f"no renderer is registered for {type(result).__name__}")
 
 
-def renderable(result: Any, style: Style = CLI) -> Any:
+def renderable(result: Rendered, style: Style = CLI) -> RenderableType:
     """The Rich renderable of a result, by its type's renderer (``renderer``)."""
     return renderer(result)(result, style)
 
 
-def html(result: Any, width: int = 100) -> str:
+def html(result: Rendered, width: int = 100) -> str:
     """The Rich report as HTML with inline styles (what a notebook shows)."""
     import io
 
@@ -65,13 +70,13 @@ class Output(str, Enum):
         return cls.JSON if json else cls.RICH
 
 
-def _print_rich(result: Any) -> None:
+def _print_rich(result: Rendered) -> None:
     from rich.console import Console
 
     Console(highlight=False).print(renderable(result, CLI))
 
 
-def _print_json(result: Any) -> None:
+def _print_json(result: Rendered) -> None:
     import typer
 
     from autogradcli.render.json import dumps
@@ -79,10 +84,13 @@ def _print_json(result: Any) -> None:
     typer.echo(dumps(result.to_dict()))
 
 
-OUTPUTS: dict[Output, Callable[[Any], None]] = {Output.RICH: _print_rich, Output.JSON: _print_json}
+OUTPUTS: dict[Output, Callable[[Rendered], None]] = {
+    Output.RICH: _print_rich,
+    Output.JSON: _print_json,
+}
 
 
-def show(result: Any, output: Output | bool = Output.RICH) -> None:
+def show(result: Rendered, output: Output | bool = Output.RICH) -> None:
     """Print a result to standard output: its Rich report (the CLI's words) or its JSON
     document (``output`` True means JSON)."""
     chosen = Output.of(output) if isinstance(output, bool) else Output(output)

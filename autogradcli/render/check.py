@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from rich.console import Group
 from rich.table import Table
@@ -13,7 +14,25 @@ from autogradcli.render.numbers import MARK_OF, STYLES
 MARKS = {0: MARK_OF["agree"], 1: MARK_OF["disagree"], 2: "!", 3: "!"}
 
 
-def case_line(done: Any) -> Text:
+class _Case(Protocol):
+    line: int
+    text: str
+
+
+class _Done(Protocol):
+    """What ``check`` knows of a case run (``cli.batch.Done``)."""
+
+    exit_code: int
+    summary: str
+
+    @property
+    def case(self) -> _Case: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+def case_line(done: _Done) -> Text:
     """``line 3  ✗ disagree  grad "sin(x)" --x 1: why``."""
     mark = MARKS.get(done.exit_code, "!")
     text = Text.assemble(
@@ -27,7 +46,8 @@ def case_line(done: Any) -> Text:
     return text
 
 
-def render_summary(summary: dict[str, Any]) -> Group:
+def render_summary(summary: Mapping[str, Any]) -> Group:
+    """``check``'s counts as a table: cases, agreed, disagreed, bad input, time, rate."""
     table = Table(title="check", title_justify="left")
     internal = summary.get("internal_errors", 0)  # a column only when a case met one
     columns = ("cases", "agreed", "disagreed", "bad input", "internal error", "time", "cases/s")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.text import Text
 
 from autogradcli.policy.verdict import Verdict
 from autogradcli.render import FULL
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.table import Table
 
 OK, NEAR, UNSEEN, BAD = (v.mark for v in Verdict)  # ✓ ≈ ? ✗, written in policy/verdict.py
 SHOWN = 300  # characters of a derivative shown in a report, unless --full
@@ -71,14 +75,14 @@ def error_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
 
-def add_column(table: Any, header: str, formula: bool = False) -> None:
+def add_column(table: Table, header: str, formula: bool = False) -> None:
     """A column that wraps its cells at spaces (never mid-number) and is never narrower
     than its header's longest word; a ``formula`` column may fold a long term."""
     width = max(len(word) for word in header.split()) if header.strip() else None
     table.add_column(header, overflow="fold" if formula else "ellipsis", min_width=width)
 
 
-def indented(text: Any, by: int) -> Any:
+def indented(text: Text, by: int) -> Text:
     """A multi-line ``Text`` with its later lines indented ``by`` spaces."""
     from rich.text import Text
 
@@ -96,10 +100,10 @@ class Fit:
     """The wide renderable (a table) where it fits the width, else the narrow one (the same
     rows stacked), chosen when printed, at the console's width."""
 
-    def __init__(self, wide: Any, narrow: Any) -> None:
+    def __init__(self, wide: Table, narrow: RenderableType) -> None:
         self.wide, self.narrow = wide, narrow
 
-    def __rich_console__(self, console: Any, options: Any) -> Any:
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.measure import Measurement
 
         unbounded = options.update(width=10_000)
@@ -107,7 +111,7 @@ class Fit:
         yield self.wide if need <= options.max_width else self.narrow
 
 
-def _words_whole(table: Any) -> Any:
+def _words_whole(table: Table) -> Table:
     """The table with each column at least as wide as its longest word (header or cell), so
     that a number is never cut."""
     for column in getattr(table, "columns", []):

@@ -81,7 +81,8 @@ class Frozen:
 class Rendered(Frozen):
     """``__rich__`` through the renderers, imported only when used."""
 
-    def __rich__(self) -> Any:
+    def __rich__(self) -> object:
+        """The report as a Rich renderable (the core names no Rich type)."""
         from autogradcli.render import renderable
 
         return renderable(self, PYTHON)

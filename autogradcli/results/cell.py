@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from autogradcli.errors import AutogradCliError
 from autogradcli.messages import CLI, Style
 from autogradcli.notes import Note
 from autogradcli.policy.verdict import (
@@ -120,7 +121,7 @@ class CellResult(Judged):
     events: tuple[CellEvent, ...]
     seed: int | None = None
     notes: tuple[Note, ...] = ()
-    error: Any = None  # an AutogradCliError
+    error: AutogradCliError | None = None  # the error that stopped the cell
     rounding_bound: float = 0.0
     strict: bool = False
 
