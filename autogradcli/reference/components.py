@@ -352,14 +352,14 @@ class ComponentModel:
         return f"J = ∂out/∂{name}: {jac.size} entries (component-wise; see autograd-cli jacobian)"
 
 
-def _term(term: Any) -> sp.Expr:
+def _term(term: sp.Basic | float | int) -> sp.Expr:
     """An array cell as a SymPy term (NumPy sums of no terms leave a plain 0)."""
     if isinstance(term, sp.Basic):
         return term
     return sp.Float(term) if isinstance(term, float) else sp.Integer(int(term))
 
 
-def latex(expr: Any) -> str:
+def latex(expr: sp.Basic) -> str:
     """SymPy's LaTeX with element symbols as subscripts: ``A[0,1]`` as ``A_{0,1}``."""
     names = {
         symbol: symbol.name.replace("[", "_{").replace("]", "}")
@@ -388,7 +388,7 @@ def on_path(codes: set[str], path: set[str]) -> set[str]:
     return kept or codes
 
 
-def _kink_notes(atom: Any, uses: set[str]) -> set[str]:
+def _kink_notes(atom: sp.Basic, uses: set[str]) -> set[str]:
     """Notes for a jump: the operations whose kink it is (vocabulary.kink_codes)."""
     return kink_codes(type(atom).__name__, uses)
 

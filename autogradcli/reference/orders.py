@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from autogradcli.reference.elementwise import SymbolicModel
 from autogradcli.reference.numeric import DEFAULT as NUMERIC
 from autogradcli.reference.numeric import numeric_derivative_with_error
 from autogradcli.reference.terms import diff, find_kinks, reduce_to_shape
+
+if TYPE_CHECKING:
+    from autogradcli.reference.components import ComponentModel
 
 
 class OrderDerivative(NamedTuple):
@@ -72,7 +75,7 @@ def numeric_order(
     order: int,
     notes: list[Note],
     needed: bool,
-) -> tuple[np.ndarray | None, Any]:
+) -> tuple[np.ndarray | None, np.ndarray | float]:
     """The K-th derivative by central differences (with --numeric, or ``needed`` when
     SymPy could not), and how much float64 rounding of the values its differences amplify."""
     if not (bound.settings.numeric or needed):
@@ -90,7 +93,7 @@ def numeric_order(
     return numbers, rounding
 
 
-def hessian_latex(model: Any, pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+def hessian_latex(model: ComponentModel, pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Each Hessian block of at most 64 entries as a LaTeX matrix, keyed like the blocks."""
     import sympy as sp
 

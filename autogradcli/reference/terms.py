@@ -51,7 +51,7 @@ assert set(RELATIONS) == set(COMPARISONS)
 CONDITIONS = frozenset({"where"})
 
 
-def numeric(term: Any) -> Any:
+def numeric(term: sp.Basic | bool) -> sp.Basic:
     """A term as a number: a comparison as 1 where it holds, 0 elsewhere (PyTorch's
     True and False in arithmetic)."""
     if term is sp.true or term is True:
@@ -63,12 +63,12 @@ def numeric(term: Any) -> Any:
     return term
 
 
-def relation(op: str, left: Any, right: Any) -> Any:
+def relation(op: str, left: sp.Basic | bool, right: sp.Basic | bool) -> sp.Basic | bool:
     """A comparison of two terms (a SymPy relation, or True/False for two numbers)."""
     return RELATIONS[op](numeric(left), numeric(right))
 
 
-def op_term(node: Call, args: list[Any]) -> Any:
+def op_term(node: Call, args: list[sp.Expr]) -> sp.Expr:
     """An elementwise operation's SymPy term from its arguments' terms (the vocabulary's)."""
     op = OPS[node.func]
     if op.sympy is None:
