@@ -278,7 +278,7 @@ class Judge:
         unknown = e.unknown_of(name)
         marked = e.kinks[name] if unknown is None else e.kinks[name] | unknown
         loose = self.reference.unchecked(name, self.rtol, self.atol, scale)
-        notes = variable_notes(codes, check, want, marked, name in e.sides, loose, grad)
+        notes = variable_notes(codes, check, want, marked, name in e.sides, loose)
         notes += kink_notes(e, name, grad, scale, codes)
         notes += self.reference.unchecked_notes(name, self.rtol, self.atol, scale)
         numeric = numeric_error = numeric_verdict = None
@@ -341,18 +341,15 @@ def variable_notes(
     kinks: np.ndarray,
     sided: bool = False,
     loose: np.ndarray | None = None,
-    actual: np.ndarray | None = None,
 ) -> list[Note]:
-    """Notes on one variable: elements left out at kinks (with PyTorch's values there, as
-    printed), infinite and undefined derivatives. Elements ``loose`` (the numeric reference
-    cannot check them: notes of their own) are not counted here; ``actual`` gives
-    PyTorch's values at the kinks then."""
+    """Notes on one variable: elements left out at kinks or with no reference number (with
+    PyTorch's values at the kinks, as ``compare`` found them), infinite and undefined
+    derivatives. Elements ``loose`` (the numeric reference cannot check them: notes of
+    their own) are not counted here. ``kinks``: every element left out by the reference."""
     notes = []
     excluded, values = check.excluded, check.excluded_values
-    if loose is not None and loose.any() and actual is not None:
+    if loose is not None and loose.any():
         excluded -= int(loose.sum())
-        at = kinks & np.isfinite(actual)
-        values = tuple(float(v) for v in np.unique(actual[at])[:8])
     if excluded:
         notes.append(
             Note(
