@@ -20,6 +20,13 @@ import numpy as np
 
 from autogradcli.bind import Bound, Passes, bind, retained_names
 from autogradcli.errors import AutogradCliError, LimitError, VariableError
+from autogradcli.footprint import (
+    check_derivative,
+    check_grad,
+    check_hessian,
+    check_jacobian,
+    check_jvp,
+)
 from autogradcli.lang.analysis import calls, is_elementwise
 from autogradcli.lang.tree import Program
 from autogradcli.lang.vocabulary import OPS
@@ -100,6 +107,7 @@ def grad(
         )
     names = [retain_grad] if isinstance(retain_grad, str) else list(retain_grad)
     retained = tuple(retained_names(bound, names))
+    check_grad(bound, repeat, explain, inspect or bool(retained))  # before torch loads
 
     loading()
     from autogradcli.pipeline import GradRequest, run_grad  # torch and SymPy load from here
@@ -183,16 +191,17 @@ def jacobian(
     """The Jacobian ``d out / d x`` per input, shaped ``out.shape + x.shape``: one
     ``backward(one_hot, retain_graph=True)`` per output element (``rows`` keeps them),
     cross-checked with ``torch.autograd.functional.jacobian`` and checked against SymPy."""
-    loading()
-    from autogradcli.pipeline import run_jacobian
-
-    stage("running autograd and checking it with SymPy")
-
     chosen, given = split(settings, values, keywords)
     bound = _differentiable(bind(expression, given, chosen, const=const))
     entries = math.prod(bound.out_shape) * sum(math.prod(bound.shapes[n]) for n in bound.names)
     if entries > chosen.limits.max_entries:
         raise LimitError("jacobian_too_large", entries=entries, limit=chosen.limits.max_entries)
+    check_jacobian(bound, rows)  # before torch loads
+
+    loading()
+    from autogradcli.pipeline import run_jacobian
+
+    stage("running autograd and checking it with SymPy")
     return run_jacobian(bound, rows)
 
 
@@ -209,17 +218,19 @@ def jvp(
     (``torch.func.jvp``), cross-checked with ``torch.autograd.functional.jvp`` and checked
     against SymPy's Jacobians times the tangents. A tangent is given per input (values as
     for inputs); an input without one takes ``ones``."""
-    loading()
     from autogradcli.lang.values import read_value
-    from autogradcli.pipeline import run_jvp
-
-    stage("running forward-mode autograd and checking it with SymPy")
 
     chosen, given = split(settings, values, keywords)
     bound = _differentiable(bind(expression, given, chosen, const=const))
     entries = math.prod(bound.out_shape) * sum(math.prod(bound.shapes[n]) for n in bound.names)
     if entries > chosen.limits.max_entries:
         raise LimitError("jacobian_too_large", entries=entries, limit=chosen.limits.max_entries)
+    check_jvp(bound)  # before torch loads
+
+    loading()
+    from autogradcli.pipeline import run_jvp
+
+    stage("running forward-mode autograd and checking it with SymPy")
     vectors: dict[str, np.ndarray] = {}
     for name, spec in (tangents or {}).items():
         if name not in bound.names:
@@ -245,11 +256,6 @@ def hessian(
     """Second derivatives of a one-element output for every pair of inputs, by
     differentiating ``grad(out, create_graph=True)`` again, cross-checked with
     ``torch.autograd.functional.hessian`` and checked against SymPy's Hessian."""
-    loading()
-    from autogradcli.pipeline import run_hessian
-
-    stage("running autograd and checking it with SymPy")
-
     chosen, given = split(settings, values, keywords)
     bound = _differentiable(bind(expression, given, chosen, const=const))
     if math.prod(bound.out_shape) != 1:
@@ -257,6 +263,12 @@ def hessian(
     size = sum(math.prod(bound.shapes[n]) for n in bound.names)
     if size * size > chosen.limits.max_entries:
         raise LimitError("hessian_too_large", entries=size * size, limit=chosen.limits.max_entries)
+    check_hessian(bound)  # before torch loads
+
+    loading()
+    from autogradcli.pipeline import run_hessian
+
+    stage("running autograd and checking it with SymPy")
     return run_hessian(bound)
 
 
@@ -272,11 +284,6 @@ def derivative(
     """The ``order``-th derivative of an elementwise expression per input, by
     differentiating ``order`` times with ``create_graph=True``, against SymPy's
     ``diff(expr, x, order)``."""
-    loading()
-    from autogradcli.pipeline import run_derivative
-
-    stage("running autograd and checking it with SymPy")
-
     number("order", order)
     chosen, given = split(settings, values, keywords)
     bound = _differentiable(bind(expression, given, chosen, const=const))
@@ -284,6 +291,12 @@ def derivative(
         OPS[f].elementwise for f in calls(bound.program)
     ):
         raise VariableError("order_elementwise")
+    check_derivative(bound, order)  # before torch loads
+
+    loading()
+    from autogradcli.pipeline import run_derivative
+
+    stage("running autograd and checking it with SymPy")
     return run_derivative(bound, order)
 
 

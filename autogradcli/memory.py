@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from contextvars import ContextVar
 
 from autogradcli.errors import LimitError, OptionError
 
@@ -23,6 +24,15 @@ PARSE_PER_CHAR = 600
 LIST_PER_ELEMENT = 32
 FLOAT64 = 8
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+
+# Bytes per element of every array a --json document prints, while it is made: a Python
+# float and its list slot per number (to_dict), the text and the pieces json.dumps joins
+# (measured: 81 bytes per element at its peak, tracemalloc, 1.4 million printed floats).
+JSON_PER_ELEMENT = 96
+# Bytes per printed array element the run's output will need: JSON_PER_ELEMENT when a front
+# end prints the result as JSON (the CLI's --json sets it), 0 for Rich's report, which
+# prints a summary of a large tensor, and for the Python API, which prints nothing.
+PRINTED: ContextVar[int] = ContextVar("printed", default=0)
 
 UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)

@@ -11,7 +11,13 @@ import numpy as np
 
 from autogradcli.bind import Bound, Passes, bind
 from autogradcli.errors import LimitError, VariableError
-from autogradcli.footprint import check_run
+from autogradcli.footprint import (
+    check_derivative,
+    check_grad,
+    check_hessian,
+    check_jacobian,
+    check_jvp,
+)
 from autogradcli.lang.analysis import rounding_steps
 from autogradcli.notes import Note
 from autogradcli.policy.compare import compare
@@ -50,14 +56,6 @@ def steps_of(bound: Bound, passes: int = 0) -> int:
 
 
 MAX_EXACT_HESSIAN_INPUTS = 64  # input elements; the Hessian is their square in sympy.diff calls
-# Bytes per Jacobian or Hessian entry: autograd's, the functional cross-check's, SymPy's
-# (or the numeric one's) in float64, and the comparison's.
-ENTRY_BYTES = 4 * 8
-
-
-def _entries(bound: Bound) -> int:
-    """Entries of the Jacobian of ``bound``'s output by its differentiated inputs."""
-    return int(np.prod(bound.out_shape)) * sum(int(np.prod(bound.shapes[n])) for n in bound.names)
 
 
 @dataclass(frozen=True)
@@ -81,8 +79,8 @@ def reference_for(bound: Bound, session: Session) -> Reference:
 def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     """``grad``: the passes, the reference, the verdict of every check, the result."""
     plan, settings = request.plan, bound.settings
-    passes = "1 pass" if plan.repeat == 1 else f"{plan.repeat} passes"
-    check_run(bound, f"grad ({passes})", passes=plan.repeat, graphs=1 + request.explain)
+    every = request.inspect or bool(request.retained)
+    check_grad(bound, plan.repeat, request.explain, every)
     session = start(bound)
     retained = list(request.retained)
     autograd = run_passes(session, plan, retained, request.explicit, request.explain)
@@ -390,7 +388,7 @@ def run_jacobian(bound: Bound, keep_rows: bool = True) -> DerivativeResult:
     from autogradcli.reference.components import ComponentModel
     from autogradcli.reference.numeric import numeric_jacobian
 
-    check_run(bound, "the Jacobian", extra=_entries(bound) * ENTRY_BYTES)
+    check_jacobian(bound, keep_rows)
     session = start(bound)
     found, rows = higher.jacobian_rows(session)
     cross = (higher.functional_jacobian(session), "torch.autograd.functional.jacobian")
@@ -437,8 +435,7 @@ def run_hessian(bound: Bound) -> DerivativeResult:
     from autogradcli.reference.components import ComponentModel, TooLarge, hessian_terms
     from autogradcli.reference.numeric import numeric_hessian
 
-    inputs = sum(int(np.prod(bound.shapes[n])) for n in bound.names)
-    check_run(bound, "the Hessian", graphs=2, extra=inputs * inputs * ENTRY_BYTES)
+    check_hessian(bound)
     session = start(bound)
     found = higher.hessian(session)
     cross = (higher.functional_hessian(session), "torch.autograd.functional.hessian")
@@ -483,7 +480,7 @@ def run_derivative(bound: Bound, order: int) -> DerivativeResult:
     """``derivative`` (``grad --order K``): K-th derivatives against SymPy's ``diff``
     within the time limit, else against central differences (with a note)."""
     _no_hooks(bound, "grad --order")
-    check_run(bound, f"the derivative of order {order}", graphs=order + 1)
+    check_derivative(bound, order)
     session = start(bound)
     notes: list[Note] = []
     done = exact_or_none(bound.limits, notes, lambda: exact_order(bound, session.seen, order))
@@ -534,7 +531,7 @@ def run_jvp(bound: Bound, tangents: dict[str, np.ndarray]) -> DerivativeResult:
     from autogradcli.reference.components import ComponentModel
     from autogradcli.reference.numeric import numeric_jacobian
 
-    check_run(bound, "the Jacobian-vector product", extra=_entries(bound) * ENTRY_BYTES)
+    check_jvp(bound)
     session = start(bound)
     found = {"J·v": higher.forward_jvp(session, tangents)}
     cross = ({"J·v": higher.functional_jvp(session, tangents)}, "torch.autograd.functional.jvp")
