@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from autogradcli.cli.errors import errors, waiting
+from autogradcli.memory import JSON_PER_ELEMENT, PRINTED
 from autogradcli.render import FULL, LATEX, Output
 from autogradcli.settings import DTYPES, NUMBERS, Limits, Settings, parse_number
 
@@ -370,12 +371,14 @@ def with_settings(
             with errors(None, output):
                 settings = settings_from(shared)
             tokens = FULL.set(full), LATEX.set(latex)
+            printed = PRINTED.set(JSON_PER_ELEMENT if output is Output.JSON else 0)  # the budget
             try:
                 with waiting(not quiet and output is Output.RICH):
                     return command(*args, settings=settings, output=output, **kwargs)
             finally:
                 FULL.reset(tokens[0])
                 LATEX.reset(tokens[1])
+                PRINTED.reset(printed)
 
         parameters = [*own, *extra]
         wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
