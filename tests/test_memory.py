@@ -2,18 +2,21 @@
 array counted together, estimated before anything is allocated, and refused past it with
 one ``Error:`` line naming the budget, the estimate and ``--memory``.
 
-The last tests run real processes and read their peak resident set (``ru_maxrss``): a run
-within its budget stays within it plus the documented margin (``docs/trust.md``,
-"Memory"), above the same command's peak on one-element inputs (the interpreter, torch
-and SymPy, which no budget can shrink).
+The last test runs one real process and reads its peak resident set (``ru_maxrss``): a
+refused run loads no torch and allocates nothing big, and a run within its budget stays
+within it plus the documented margin (``docs/trust.md``, "Memory") above the same
+command's peak on two-element inputs (the interpreter, torch and SymPy, which no budget
+can shrink). Everything else runs in-process through the Python API and ``cli``.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
+import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -22,8 +25,9 @@ import pytest
 import autogradcli as ag
 from autogradcli.bind import bind
 from autogradcli.errors import LimitError, OptionError
-from autogradcli.footprint import run_bytes
-from autogradcli.memory import option_text, parse_memory, size_text
+from autogradcli.footprint import grad_printed, run_bytes
+from autogradcli.memory import JSON_PER_ELEMENT, PRINTED, option_text, parse_memory, size_text
+from autogradcli.render.json import dumps
 from autogradcli.settings import Limits, Settings
 from tests.conftest import cli
 
@@ -61,21 +65,84 @@ def test_the_default_budget_is_4_gib_and_a_bad_one_is_refused():
 
 
 def test_every_pass_counts_and_a_run_past_the_budget_is_refused_before_it_starts():
-    settings = Settings(limits=Limits(memory=256 * MIB))
-    bound = bind("sum(x*x)", {"x": "ones(1000000)"}, settings)
+    settings = Settings(limits=Limits(memory=32 * MIB))
+    bound = bind("sum(x*x)", {"x": "ones(100000)"}, settings)
     one, many = run_bytes(bound, passes=1), run_bytes(bound, passes=10_000)
-    assert one < 256 * MIB < many
+    assert one < 32 * MIB < many
     # each pass before the last keeps its .grad (4 bytes in float32) and its expected
     # multiple (8 bytes in float64): 12 bytes per element
-    assert run_bytes(bound, passes=3) - run_bytes(bound, passes=2) == 12 * 1_000_000
-    run = cli("grad", "sum(x*x)", "--x", "ones(1000000)", "--repeat", "10000", "--memory", "256M")
+    assert run_bytes(bound, passes=3) - run_bytes(bound, passes=2) == 12 * 100_000
+    run = cli("grad", "sum(x*x)", "--x", "ones(100000)", "--repeat", "10000", "--memory", "32M")
     assert (run.exit_code, run.stdout) == (2, "")
     assert run.stderr == (
-        f"Error: grad (10000 passes) on 1000000 input elements would need about "
-        f"{size_text(many)} of memory, more than the budget of 256 MiB; raise it with "
+        f"Error: grad (10000 passes) on 100000 input elements would need about "
+        f"{size_text(many)} of memory, more than the budget of 32 MiB; raise it with "
         f"--memory {option_text(many * 1.25)} or give smaller inputs\n"
     )
-    assert ag.grad("sum(x*x)", x="ones(1000000)", memory="256M").verdict == "agree"
+    assert ag.grad("sum(x*x)", x="ones(100000)", memory="32M").verdict == "agree"
+
+
+@pytest.mark.parametrize(
+    ("command", "expression", "keywords", "what"),
+    [
+        ("grad", "sum(x*x)", {"repeat": 10_000}, "grad (10000 passes)"),
+        ("jacobian", "x*2", {}, "the Jacobian"),
+        ("jvp", "x*2", {}, "the Jacobian-vector product"),
+        ("hessian", "sum(x*x)", {}, "the Hessian"),
+        ("derivative", "x*x", {"order": 8}, "the derivative of order 8"),
+    ],
+)
+def test_a_refusal_comes_before_torch_and_sympy_load(
+    monkeypatch, command, expression, keywords, what
+):
+    import autogradcli.api
+
+    def no_loading() -> None:
+        raise AssertionError("the refused run went on to load torch and SymPy")
+
+    monkeypatch.setattr(autogradcli.api, "loading", no_loading)
+    with pytest.raises(LimitError) as caught:
+        getattr(ag, command)(expression, x="ones(300)", memory="64K", **keywords)
+    assert str(caught.value).startswith(f"{what} on 300 input elements would need about ")
+
+
+def test_json_output_counts_its_arrays(monkeypatch):
+    bound = bind("sum(x*x)", {"x": "ones(100000)"}, Settings())
+    printed = grad_printed(bound)  # x's value; .grad, expected, numeric, suggested; a pass's 2
+    assert printed == 4 + 7 * 100_000
+    plain = run_bytes(bound, printed=printed)  # the Rich report and the API print no arrays
+    token = PRINTED.set(JSON_PER_ELEMENT)
+    try:
+        assert run_bytes(bound, printed=printed) == plain + printed * JSON_PER_ELEMENT
+    finally:
+        PRINTED.reset(token)
+    assert plain < 40 * MIB < plain + printed * JSON_PER_ELEMENT
+    args = ("grad", "sum(x*x)", "--x", "ones(100000)", "--memory", "40M")
+    refused = cli(*args, "--json")
+    message = (
+        "grad (1 pass) on 100000 input elements would need about 79.7 MiB of memory, more "
+        "than the budget of 40 MiB; raise it with --memory 100M or give smaller inputs"
+    )
+    assert (refused.exit_code, refused.stderr) == (2, f"Error: {message}\n")
+    assert refused.json()["error"]["message"] == message
+    assert cli(*args).exit_code == 0  # the same run, printed as a report, fits
+
+
+def test_the_json_count_covers_what_printing_allocates():
+    n = 5_000
+    values = {"x": f"linspace(0.5, 1, {n})", "y": f"linspace(1, 2, {n})"}
+    result = ag.grad("sum(x*y)", values, repeat=2)
+    tracemalloc.start()
+    try:
+        document = dumps(result.to_dict())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(json.loads(document)["passes"]) == 2
+    counted = grad_printed(bind("sum(x*y)", values, Settings()), repeat=2) * JSON_PER_ELEMENT
+    # 14 arrays printed of the 18 counted (no numeric check, no suggestion): about 81 bytes
+    # per element at the peak, against 96 counted
+    assert counted / 2 < peak <= counted
 
 
 def test_inputs_are_counted_together_not_each_against_the_cap():
@@ -160,49 +227,54 @@ def test_a_real_pt_file_counts_its_float64_copy(tmp_path):
         ag.grad("sum(x)", x=f"@{path}", memory="1M")
 
 
-# --- the peak resident set of real processes ------------------------------------------------
+# --- the peak resident set of one real process ----------------------------------------------
 
 CHILD = """
-import resource, sys
-from autogradcli.cli.app import main
-try:
-    main()
-finally:
-    sys.stderr.write(f"\\npeak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n")
+import json, resource, sys
+from autogradcli.cli.app import app
+
+def run(*args):
+    try:
+        app([*args, "--quiet"])
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"code": code, "peak": peak, "torch": "torch" in sys.modules}
+
+n, budget, expression = int(sys.argv[1]), sys.argv[2], "sum(exp(x)*x)"
+warm = run("grad", expression, "--x", "ones(2)", "--repeat", "10000", "--memory", "1K")
+refused = run("grad", expression, "--x", f"ones({n})", "--repeat", "400", "--memory", budget)
+base = run("grad", expression, "--x", "linspace(0, 1, 2)", "--repeat", "8")
+within = run("grad", expression, "--x", f"linspace(0, 1, {n})", "--repeat", "8", "--memory", budget)
+sys.stderr.write("\\nruns " + json.dumps([warm, refused, base, within]) + "\\n")
 """
 MARGIN = 32 * MIB  # docs/trust.md, "Memory"
 
 
-def _peak(*args: str) -> tuple[int, int, str]:
-    """Exit code, peak resident set in bytes, and standard error of ``autograd-cli ARGS``."""
+def test_a_run_stays_within_its_budget_and_a_larger_one_is_refused_first():
+    """One process, four runs of ``autograd-cli grad``: a refused one that loads the CLI's
+    modules, a refused one past the budget, then (torch and SymPy loaded) the same command
+    on two elements, the base, and on ``n`` within the budget. The peak only grows, so each
+    run is measured as its growth over the peak before it."""
+    budget, n = 48 * MIB, 100_000
+    settings = Settings(limits=Limits(memory=budget))
+    bound = bind("sum(exp(x)*x)", {"x": f"linspace(0, 1, {n})"}, settings)
+    assert run_bytes(bound, passes=8) <= budget < run_bytes(bound, passes=400)
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
-    root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, *args, "--quiet"],
+        [sys.executable, "-c", CHILD, str(n), "48M"],
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=root,
+        cwd=Path(__file__).resolve().parents[1],
         env=env,
     )
-    head, _, peak = done.stderr.rpartition("\npeak ")
-    return done.returncode, int(peak) * 1024, head.strip()
-
-
-def test_a_run_stays_within_its_budget_and_a_larger_one_is_refused_first():
-    budget = 96 * MIB
-    settings = Settings(limits=Limits(memory=budget))
-    n = 200_000
-    bound = bind("sum(exp(x)*x)", {"x": f"linspace(0, 1, {n})"}, settings)
-    assert run_bytes(bound, passes=8) <= budget < run_bytes(bound, passes=400)
-    expression, value = "sum(exp(x)*x)", f"linspace(0, 1, {n})"
-    code, base, _ = _peak("grad", expression, "--x", "linspace(0, 1, 2)", "--repeat", "8")
-    assert code == 0
-    code, peak, _ = _peak("grad", expression, "--x", value, "--repeat", "8", "--memory", "96M")
-    assert code == 0
-    assert peak - base <= budget + MARGIN
-    code, refused, error = _peak(
-        "grad", expression, "--x", value, "--repeat", "400", "--memory", "96M"
-    )
-    assert code == 2 and error.startswith("Error: grad (400 passes) on 200000 input elements")
-    assert refused - base <= MARGIN  # refused before the passes: nothing but the input
+    head, _, tail = done.stderr.rpartition("\nruns ")
+    warm, refused, base, within = json.loads(tail)
+    assert [r["code"] for r in (warm, refused, base, within)] == [2, 2, 0, 0], head
+    assert f"Error: grad (400 passes) on {n} input elements would need about" in head
+    assert not refused["torch"]  # refused from the input sizes, before torch loads
+    assert refused["peak"] - warm["peak"] <= MARGIN  # nothing but the input (0.8 MB)
+    assert within["peak"] - base["peak"] <= budget + MARGIN
