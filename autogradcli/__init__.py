@@ -297,3 +297,10 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*_exports(), "__version__"])
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext autogradcli``: the ``%%autograd`` and ``%autograd`` magics (magics.py)."""
+    from autogradcli.magics import load_ipython_extension as load
+
+    load(ipython)

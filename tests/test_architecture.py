@@ -39,11 +39,12 @@ LAYERS = [
     "sample",
     "render",
     "cli",
+    "magics",
     "worker",
     "client",
     "__main__",
 ]
-FRONT = ("cli", "render", "__main__")  # may use Typer and Rich
+FRONT = ("cli", "render", "magics", "__main__")  # may use Typer and Rich
 
 
 @functools.cache

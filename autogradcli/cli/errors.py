@@ -12,6 +12,7 @@ import errno
 import io
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 import typer
@@ -200,11 +201,21 @@ def unreadable_as(code: str, path: str) -> Iterator[None]:
         raise ValueSpecError(code, path=path, reason=exc.data["detail"]) from None
 
 
+# A front end that shows the result object itself (the IPython magics, magics.py) sets a
+# list here: ``finish`` hands the result to it instead of printing it.
+CAPTURED: ContextVar[list[object] | None] = ContextVar("captured", default=None)
+
+
 def finish(result: object, output: Output, after: Sequence[str] = ()) -> NoReturn:
     """Print the result (Rich or JSON) and exit with its verdict's code (a result without
     a verdict: 0); a cell that stopped on an error shows what it ran, then the error line
     (exit 2). ``after``: lines printed after a Rich report (``wrote FILE``)."""
     from autogradcli.render import show
+
+    captured = CAPTURED.get()
+    if captured is not None:
+        captured.append(result)
+        raise typer.Exit(0)
 
     with rich_pipe():
         show(result, output)
