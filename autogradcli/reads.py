@@ -75,10 +75,12 @@ def lines(
         number += 1
         total += len(line)
         if len(line) > max_bytes and not line.endswith(b"\n"):
-            while True:  # skip to the end of the line, a chunk at a time
+            while True:  # skip to the end of the line, a chunk at a time, within the total
                 rest = stream.readline(CHUNK)
                 total += len(rest)
                 if not rest or rest.endswith(b"\n"):
+                    break
+                if max_total is not None and total > max_total:
                     break
         if max_total is not None and total > max_total:
             size = f"more than {max_total}"

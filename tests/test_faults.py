@@ -676,3 +676,28 @@ def test_trust_page_lists_the_fault_exit_codes_from_the_registry():
     section = page.split("## Faults survived", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| (\d+) \| ([^|]+?) \|", section, flags=re.M))
     assert {int(k): v for k, v in rows.items() if int(k) > 2} == FAULT_EXIT_CODES
+
+
+class _Endless(io.RawIOBase):
+    """A stream of one line that never ends (what /dev/zero gives), counting what it gave."""
+
+    given = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        buffer[:] = b"x" * len(buffer)
+        self.given += len(buffer)
+        return len(buffer)
+
+
+def test_the_skip_past_a_long_line_stops_at_the_total():
+    from autogradcli.errors import LimitError
+    from autogradcli.reads import lines
+
+    raw = _Endless()
+    with pytest.raises(LimitError) as caught:
+        list(lines(io.BufferedReader(raw), max_bytes=100, max_total=1 << 20))
+    assert caught.value.code == "file_too_large"
+    assert raw.given < 2 << 20  # stopped a chunk past the total, not never
