@@ -43,9 +43,10 @@ def test_sides_exactly_2_to_the_minus_40_apart_are_one_number():
     assert (x.verdict, x.cause.code) == ("disagree", "nonsmooth_chain_rule")
 
 
-def test_sides_just_inside_2_to_the_minus_40_are_one_number():
-    """1 - 7e-13 and 1: 7e-13 apart, between 2**-41 (4.5e-13) and 2**-40 (9.1e-13)."""
-    r = ag.grad("relu(x)*(1 - 7e-13) - relu(-x)", {"x": 0.0}, dtype="float64")
+def test_sides_just_inside_2_to_the_minus_40_of_the_larger_are_one_number():
+    """4*(1 - 7e-13) and 4: 7e-13 of the larger apart, between 2**-41 (4.5e-13) and 2**-40
+    (9.1e-13): relative to the sides' size, not absolute (2.8e-12 apart)."""
+    r = ag.grad("4*(relu(x)*(1 - 7e-13) - relu(-x))", {"x": 0.0}, dtype="float64")
     assert [code for code, _ in _notes(r)] == ["kink_smooth"]
 
 
