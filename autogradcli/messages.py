@@ -471,7 +471,8 @@ ERRORS: dict[str, str] = {
     "{index}; use [[device={type}]]",
     "device_unavailable": "device '{device}' is not available here; available devices: "
     "{devices} (or use [[device=auto]])",
-    "unknown_dtype": "unknown dtype '{dtype}'; use one of {dtypes}",
+    "unknown_dtype": "unknown dtype '{dtype}'{suggestion}; use one of {dtypes} (PyTorch's "
+    "double, float and half, and torch.float64 and the like, are understood too)",
     "graphviz_missing": "[[{format}]] needs Graphviz's 'dot' program, which is not "
     "installed; install Graphviz (e.g. apt install graphviz, brew install graphviz) or write "
     "the DOT text with [[dot=FILE]] and render it elsewhere",
@@ -539,6 +540,8 @@ def error_text(error: Coded, style: Style = PYTHON) -> str:
         data["value"] = repr(data["value"]) if isinstance(data["value"], str) else data["value"]
     if error.code == "unknown_dtype":
         data["dtypes"] = ", ".join(data["dtypes"])
+        near = data.get("near")
+        data["suggestion"] = f" (did you mean {near}?)" if near else ""
     if error.code in ("retain_grad_input", "retain_grad_unknown"):
         data["intermediate"] = ", ".join(data["intermediate"])
     template = ERRORS.get(error.code, error.code)

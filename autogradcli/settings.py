@@ -12,6 +12,24 @@ from autogradcli.memory import DEFAULT as DEFAULT_MEMORY
 from autogradcli.memory import parse_memory
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
+# PyTorch's other names for them (torch.double is torch.float64), with or without "torch.".
+DTYPE_ALIASES: dict[str, str] = {"double": "float64", "float": "float32", "half": "float16"}
+
+
+def dtype_name(text: str) -> str:
+    """The dtype ``text`` names, in ``DTYPES``' spelling: ``"double"``, ``"torch.float64"``
+    and ``"float64"`` are all ``"float64"``; an unknown name is an ``unknown_dtype`` error
+    that suggests the nearest."""
+    bare = text.strip().removeprefix("torch.")
+    name = DTYPE_ALIASES.get(bare, bare)
+    if name not in DTYPES:
+        import difflib
+
+        known = [*DTYPES, *DTYPE_ALIASES]
+        near = difflib.get_close_matches(bare, known, n=1, cutoff=0.6)
+        hint = DTYPE_ALIASES.get(near[0], near[0]) if near else ""
+        raise DeviceError("unknown_dtype", dtype=text, dtypes=list(DTYPES), near=hint)
+    return name
 
 # Default (rtol, atol) per dtype, as torch.testing.assert_close documents them.
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -123,8 +141,7 @@ class Settings:
     strict: bool = False
 
     def __post_init__(self) -> None:
-        if self.dtype not in DTYPES:
-            raise DeviceError("unknown_dtype", dtype=self.dtype, dtypes=list(DTYPES))
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
         for name in ("rtol", "atol", "seed"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, number(name, getattr(self, name)))

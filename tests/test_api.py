@@ -154,10 +154,13 @@ def test_default_tolerances_follow_the_dtype():
 def test_an_unknown_dtype_is_refused_when_the_settings_are_made():
     with pytest.raises(ag.AutogradCliError) as caught:
         ag.Settings(dtype="float8")
-    assert (
-        str(caught.value)
-        == "unknown dtype 'float8'; use one of float32, float64, float16, bfloat16"
+    assert str(caught.value) == (
+        "unknown dtype 'float8' (did you mean float32?); use one of float32, float64, "
+        "float16, bfloat16 (PyTorch's double, float and half, and torch.float64 and the like, "
+        "are understood too)"
     )
+    assert ag.Settings(dtype="double").dtype == ag.Settings(dtype="torch.float64").dtype
+    assert ag.Settings(dtype="torch.half").dtype == "float16"
 
 
 @pytest.mark.parametrize(

@@ -67,7 +67,8 @@ class AutogradGroup(TyperGroup):
             message = exc.format_message()
             ctx = getattr(exc, "ctx", None)
             if isinstance(exc, (USAGE_ERROR, _Usage)) and ctx is not None:
-                message = f"{message.rstrip('.')}. See '{ctx.command_path} --help'."
+                end = "" if message.endswith(("?", "!")) else "."
+                message = f"{message.rstrip('.')}{end} See '{ctx.command_path} --help'."
             report_error(message, "usage", "usage", Output.of("--json" in argv))
             sys.exit(exc.exit_code)
         except typer.Abort:

@@ -11,7 +11,6 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from enum import Enum
 from typing import Annotated, Any
 
 import typer
@@ -22,8 +21,6 @@ from autogradcli.render import FULL, LATEX, Output
 from autogradcli.settings import DTYPES, NUMBERS, Limits, Settings, parse_number
 
 LIMITS = "Limits"
-
-Dtype = Enum("Dtype", {name: name for name in DTYPES}, type=str)  # type: ignore[misc]
 
 VarOption = Annotated[
     list[str] | None,
@@ -139,7 +136,18 @@ SHARED: list[tuple[str, Any, Any]] = [
         ],
         "auto",
     ),
-    ("dtype", Annotated[Dtype, typer.Option(help="Tensor dtype.")], Dtype.float32),
+    (
+        "dtype",
+        Annotated[
+            str,
+            typer.Option(
+                metavar="[" + "|".join(DTYPES) + "]",
+                help="Tensor dtype (PyTorch's names too: double, float, half, torch.float64).",
+                autocompletion=lambda: list(DTYPES),
+            ),
+        ],
+        "float32",
+    ),
     (
         "rtol",
         Annotated[
@@ -329,10 +337,9 @@ def settings_from(values: dict[str, Any]) -> Settings:
         k: None if v is None else parse_number(k, str(v)) for k, v in values.items() if k in NUMBERS
     }
     limits = {k: numbers[k] for k in values if hasattr(Limits, k)}
-    dtype = values["dtype"]
     return Settings(
         device=values["device"],
-        dtype=dtype.value if isinstance(dtype, Enum) else dtype,
+        dtype=values["dtype"],
         rtol=numbers["rtol"],
         atol=numbers["atol"],
         seed=numbers["seed"],

@@ -149,7 +149,7 @@ class Shell:
             else:
                 self.settings.pop(key, None)
         else:
-            self.settings[key] = rest[0]
+            self.settings[key] = checked_setting(key, rest[0])
 
     def help(self, args: list[str]) -> None:
         if args and args[0] in (*line_commands(), "check"):
@@ -168,6 +168,24 @@ class Shell:
     @property
     def exit_code(self) -> int:
         return worst(self.codes)
+
+
+def checked_setting(key: str, value: str) -> str:
+    """A ``set`` line's value, refused at that line as the option would refuse it (every
+    later line would fail on it): a dtype by PyTorch's names too (stored as float64 for
+    double), a device this machine has, a number in its range."""
+    from autogradcli.settings import NUMBERS, dtype_name, parse_number
+
+    if key == "dtype":
+        return dtype_name(value)
+    if key == "device":
+        from autogradcli.torchside.devices import resolve_device
+
+        resolve_device(value)
+        return value
+    if key in NUMBERS:
+        parse_number(key, value)
+    return value
 
 
 MAX_LINES = 1_000_000  # lines of one piped script

@@ -1,0 +1,64 @@
+"""First contact (issue 28): the messages a newcomer meets name what to write instead."""
+
+from __future__ import annotations
+
+import pytest
+
+from autogradcli.cli.shell import Shell
+from tests.conftest import cli
+
+DTYPE_LIST = (
+    "use one of float32, float64, float16, bfloat16 (PyTorch's double, float and half, and "
+    "torch.float64 and the like, are understood too)"
+)
+
+
+@pytest.mark.parametrize(
+    ("given", "dtype"),
+    [("double", "float64"), ("torch.float64", "float64"), ("float", "float32"),
+     ("half", "float16"), ("torch.bfloat16", "bfloat16"), ("float64", "float64")],
+)  # fmt: skip
+def test_pytorchs_dtype_names_are_understood(given, dtype):
+    run = cli("grad", "x**2", "--x", "1", "--dtype", given, "--json")
+    assert run.exit_code == 0 and run.json()["dtype"] == dtype
+
+
+def test_a_mistyped_dtype_gets_the_nearest_and_no_stray_prefix():
+    run = cli("grad", "x**2", "--x", "1", "--dtype", "doubel")
+    assert run.exit_code == 2
+    assert run.stderr == f"Error: unknown dtype 'doubel' (did you mean float64?); {DTYPE_LIST}\n"
+    assert "Value error" not in run.stderr
+
+
+def test_a_mistyped_command_ends_its_suggestion_once():
+    run = cli("gard", "x")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: No such command 'gard'. Did you mean 'grad'? See 'autograd-cli --help'.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("set dtype doubel", f"Error: unknown dtype 'doubel' (did you mean float64?); "
+         f"{DTYPE_LIST}"),
+        ("set rtol abc", "Error: --rtol takes a number ≥ 0, not 'abc'"),
+        ("set seed -1",
+         "Error: --seed takes a whole number from 0 to 9223372036854775807, not '-1'"),
+        ("set device gpu", "Error: unknown device 'gpu'; use auto, cpu, cuda, cuda:N or mps"),
+    ],
+)  # fmt: skip
+def test_the_shell_refuses_a_bad_setting_at_its_set_line(line, message, capsys):
+    shell = Shell()
+    shell.handle(line)
+    assert capsys.readouterr().err == message + "\n"
+    assert shell.settings == {} and shell.exit_code == 2
+
+
+def test_the_shell_stores_a_pytorch_dtype_name_as_the_tools(capsys):
+    shell = Shell()
+    shell.handle("set dtype double")
+    shell.handle("vars")
+    assert capsys.readouterr().out == "set dtype float64\n"
+    assert shell.exit_code == 0
