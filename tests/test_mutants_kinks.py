@@ -72,6 +72,15 @@ def test_more_kinks_than_are_moved_one_at_a_time_are_moved_together_by_the_same_
     assert _notes(r) == [_between(40, 0.0, 1.0)]
 
 
+def test_up_to_32_kinks_each_side_is_a_partial_derivative_along_one_element():
+    """relu(x - mean(x)/2) at 32 zeros: moving one element (the others stay) gives the
+    partial derivatives, -31/64 on the left and 63/64 on the right (its own term, and half
+    of 1/32 of the others' that are active); moving all 32 together would read 0 and 1/2."""
+    r = ag.grad("sum(relu(x - mean(x)/2))", {"x": [0.0] * 32}, dtype="float64")
+    assert r.verdict == "agree"
+    assert _notes(r) == [_between(32, -31 / 64, 63 / 64)]
+
+
 # --- which arithmetic takes the sides -----------------------------------------------------
 
 # A second kink 2**-60 to the right of 1: a step of 2**-160 (mpmath, up to 16,384 input
