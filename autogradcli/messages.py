@@ -322,6 +322,8 @@ ERRORS: dict[str, str] = {
     "value_empty": "empty value; " + VALUE_HINT,
     "value_too_long": "value text is {length} characters long; use a file (@data.npy)",
     "value_unreadable": "cannot read the value '{text}'; " + VALUE_HINT,
+    "value_lookalike": "cannot read the value '{text}': '{char}' ({point}) looks like {looks} "
+    "but is not Python's; write '{write}' ({fixed})",
     "ragged_list": "ragged or non-numeric list: every row must have the same length and "
     "hold numbers",
     "value_too_large": "a value of shape {shape} has {size} elements; the limit is {limit} "

@@ -62,3 +62,18 @@ def test_the_shell_stores_a_pytorch_dtype_name_as_the_tools(capsys):
     shell.handle("vars")
     assert capsys.readouterr().out == "set dtype float64\n"
     assert shell.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("−2", "'−2': '−' (U+2212) looks like a minus sign but is not Python's; write '-' (-2)"),
+        ("[1, –2]", "'[1, –2]': '–' (U+2013) looks like a minus sign but is not Python's; "
+         "write '-' ([1, -2])"),
+        ("2×3", "'2×3': '×' (U+00D7) looks like a multiplication sign but is not Python's; "
+         "write '*' (2*3)"),
+    ],
+)  # fmt: skip
+def test_a_pasted_lookalike_character_in_a_value_is_named(value, message):
+    run = cli("grad", "x**2", "--x", value)
+    assert run.exit_code == 2 and run.stderr == f"Error: cannot read the value {message}\n"

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from autogradcli.errors import LimitError, ValueSpecError
+from autogradcli.lang.lookalikes import lookalike
 from autogradcli.memory import FLOAT64, Budget, array_cost, parse_cost
 from autogradcli.settings import Limits
 
@@ -29,6 +30,9 @@ def parse_text(text: str, limits: Limits, budget: Budget, what: str) -> ast.Expr
     try:
         return ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        similar = lookalike(text)
+        if similar is not None:
+            raise ValueSpecError("value_lookalike", text=short(text), **similar) from None
         raise ValueSpecError("value_unreadable", text=short(text)) from None
 
 
