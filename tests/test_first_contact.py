@@ -77,3 +77,21 @@ def test_the_shell_stores_a_pytorch_dtype_name_as_the_tools(capsys):
 def test_a_pasted_lookalike_character_in_a_value_is_named(value, message):
     run = cli("grad", "x**2", "--x", value)
     assert run.exit_code == 2 and run.stderr == f"Error: cannot read the value {message}\n"
+
+
+def test_a_read_only_array_reaches_torch_without_a_warning():
+    import warnings
+
+    import numpy as np
+
+    from autogradcli.lang.parser import parse_expression
+    from autogradcli.settings import Limits
+    from autogradcli.torchside.build import detached_values
+
+    program = parse_expression("sum(where(detach(x) > 0, x, x**2))", Limits())
+    value = np.array([1.0, -2.0])
+    value.flags.writeable = False  # results hold their arrays read-only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch's "not writable" UserWarning would raise
+        pinned = detached_values(program, {"x": value})
+    assert pinned and value.tolist() == [1.0, -2.0]

@@ -103,8 +103,7 @@ class _Forward(Fold[Any]):
             return value
         return torch.tensor(value, dtype=self.dtype, device=self.device)
 
-    def visit(self, node: Node) -> Any:
-        result = super().visit(node)
+    def leave(self, node: Node, result: Any) -> Any:
         self.values[id(node)] = result
         self.nodes[id(node)] = node
         return result
@@ -333,8 +332,8 @@ def changed_leaves(expression: Program) -> set[str]:
 def _tensor(value: np.ndarray, expression: Program) -> torch.Tensor:
     """A float64 tensor of ``value``: its memory when no line changes a tensor in place,
     else a copy (the caller's array stays as it was)."""
-    if any(s.in_place is not None for s in expression.steps):
-        return torch.tensor(value, dtype=torch.float64)
+    if any(s.in_place is not None for s in expression.steps) or not value.flags.writeable:
+        return torch.tensor(value, dtype=torch.float64)  # torch warns on a read-only array
     return torch.as_tensor(value, dtype=torch.float64)
 
 
