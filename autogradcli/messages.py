@@ -115,6 +115,9 @@ ERRORS: dict[str, str] = {
     # the expression
     "expression_too_long": "expression is {length} characters long; the limit is {limit} "
     "(raise it with [[max_length]])",
+    "expression_too_long_read": "the program in {path} is more than {limit} characters long "
+    "(reading stopped after {read} bytes{size}); the limit is {limit} "
+    "(raise it with [[max_length]])",
     "expression_empty": 'the expression is empty; give one such as "2*x**2 + 1"',
     "name_normalized": "the name '{word}' has characters Python reads as '{plain}'; "
     "write '{plain}'",
@@ -124,6 +127,18 @@ ERRORS: dict[str, str] = {
     "with fewer nested parentheses",
     "unparsable": "cannot parse the expression: {detail}",
     "statement_not_allowed": "{what} cannot be used; " + PROGRAM_HINT,
+    "custom_function_methods": "the Function '{name}' needs @staticmethod forward and backward "
+    "methods, as PyTorch's 'Extending PyTorch' writes them",
+    "custom_function_form": "'{text}' cannot be used in a custom autograd Function; "
+    "write {instead}",
+    "custom_function_static": "'{name}' of a custom autograd Function must be a @staticmethod, "
+    "as PyTorch requires; write @staticmethod above 'def {name}'",
+    "custom_function_return": "'{name}' of a custom autograd Function ends without return; "
+    "return its result",
+    "custom_function_outputs": "'{name}.apply' returns {count} tensors; unpack them "
+    "(a, b = {name}.apply(x)) or use a Function with one output",
+    "custom_function_unpack": "{count} values cannot be unpacked into {names}; "
+    "unpack as many names as were saved or given",
     "bad_assignment": "cannot assign in '{text}': assign one plain name per step; " + PROGRAM_HINT,
     "assign_function": "cannot assign to '{name}': it is a function; choose another name",
     "assign_namespace": "cannot assign to '{name}': it names a module (torch, F, np, math); "
@@ -164,9 +179,18 @@ ERRORS: dict[str, str] = {
     ".values (or [0])",
     "max_of_two": "{name}(x, y) of two tensors: write maximum(x, y) for the elementwise "
     "larger (minimum for the smaller), or {name}(x, dim) along a dim",
-    "linalg_norm_order": "'{text}': torch.linalg.norm with an order is a matrix norm for a "
-    "matrix (ord=2: its largest singular value), which is not supported; write norm(x) or "
-    "torch.linalg.vector_norm(x) for the 2-norm of all elements",
+    "linalg_norm_order": "'{where}': the norm of order {ord} needs singular values (a "
+    "matrix's 2-norm, -2-norm or nuclear norm), which SymPy has no closed form to check; use "
+    "ord='fro', 1, -1, inf or -inf, or torch.linalg.vector_norm(x, ord) for the norm of all "
+    "elements",
+    "linalg_norm_dims": "'{where}': torch.linalg.norm with ord takes a 1-D or 2-D input (or "
+    "dim=), not shape {shape}; use torch.linalg.vector_norm(x, ord) for the norm of all "
+    "elements",
+    "bad_order": "{what} must be a number, inf, -inf (math.inf, float('inf')) or 'fro', not "
+    "'{text}'",
+    "legacy_tensor": "'{text}': torch.Tensor is PyTorch's legacy constructor; it is taken "
+    "for float data only (torch.Tensor([1., 2.])); use torch.tensor([1., 2.]) for values, "
+    "torch.zeros(2, 3) for a shape",
     "len_here": "len(...) gives a size; use it inside a constructor such as torch.ones(len(y))",
     "constructor_here": "'{text}' makes a value; give values as --NAME VALUE (or define "
     "them in a program: x = torch.tensor([1., 2.]))",
@@ -295,6 +319,16 @@ ERRORS: dict[str, str] = {
     "more; use transpose(x, 0, 1) or permute(x, ...)",
     "dot_shapes": "dot(a, b) takes two 1-D tensors of the same length; '{where}' has shapes "
     "{left} and {right} (use @ for matrices)",
+    "inner_shapes": "'{where}': inner(a, b) sums over the last dims, which differ: shapes "
+    "{left} and {right}",
+    "one_hot_classes": "'{where}': F.one_hot needs num_classes here (PyTorch counts the "
+    "classes from the values, which are not known before they run); write "
+    "F.one_hot(t, num_classes=3)",
+    "gather_index": "'{where}': an index of {value} is out of range for size {size} along "
+    "dim {dim}",
+    "gather_shapes": "'{where}': gather along dim {dim} needs an index with as many dims as "
+    "the input and no larger in the others; the shapes are {input} and {index}",
+    "class_weight": "'{where}': weight must have shape [{classes}] (one per class), not {weight}",
     "dim_repeated": "'{where}': dim {dim} names a dim twice",
     "bad_permutation": "'{where}': permute needs each dim of shape {shape} once, not {dims}",
     "flatten_order": "'{where}': start_dim {start} comes after end_dim {end}",
@@ -303,9 +337,11 @@ ERRORS: dict[str, str] = {
     "are {shapes}",
     "stack_shapes": "'{where}': stack() needs tensors of one shape; the shapes are {shapes}",
     "bad_index": "'{where}': {detail} (shape {shape})",
-    "class_input": "'{where}': {func}() takes an input of shape (C) or (N, C) here, not {shape}",
-    "class_target": "'{where}': the target must have shape {input} without its last dim "
-    "(class indices) or shape {input} (class probabilities), not {target}",
+    "class_input": "'{where}': {func}() takes an input of shape (C), (N, C) or (N, C, d1, "
+    "...), not {shape}",
+    "class_target": "'{where}': the target must have shape {input} without its class dim "
+    "(dim 1, or 0 of a 1-D input: class indices) or shape {input} (class probabilities), "
+    "not {target}",
     "target_not_constant": "{what} must be a constant tensor of whole numbers (a value with "
     "requires_grad=False)",
     "class_out_of_range": "a class index is {value:g}; with {classes} classes they run from "
@@ -511,6 +547,22 @@ ERRORS: dict[str, str] = {
     "sample_mismatch": "float64 evaluation of {term} is off at {off} of {sampled} sampled elements",
     "untrusted_float64": "float64 evaluation of {term} cannot be bounded within 1e-10 "
     "(bound {bound})",
+    # a cell's loops, ifs and Python numbers (lang/loops.py, issue 26 §1)
+    "loop_not_range": "'{text}' is not a loop this tool runs; write 'for NAME in range(N):' "
+    "with N a number known before the loop (no break, continue or else)",
+    "loop_bound": "'{text}': range() needs whole numbers known before the loop runs "
+    "(literals, or names bound to them), e.g. 'for t in range(2000):'",
+    "loop_iterations_cap": "'{text}' runs {count} iterations; the cap is {cap} for all of a "
+    "cell's loops together; run fewer iterations",
+    "cell_lines_cap": "the cell runs more than {cap} lines (its loops unrolled), at '{text}'; "
+    "run fewer iterations or fewer lines in the loop",
+    "if_not_number": "'if {text}:' reads a tensor; a cell's 'if' takes Python numbers (such as "
+    "'t % 100 == 99'); put tensor-dependent control flow in a def called later",
+    "python_number_raised": "'{text}': Python raises {error} here",
+    "device_keyword": "device={text}: write device=torch.device(\"cpu\"), device=\"cpu\" or a "
+    "name bound to one of them",
+    "device_named": "the cell asks for device {device}, but this run is on {run}; ask for it "
+    "with --device {device} (or write device={run})",
 }
 
 

@@ -494,6 +494,32 @@ cell = {
         }
     ),
 }
+# a custom autograd Function's own check: present only when the cell defines one
+function_input = obj(
+    {
+        "name": {"type": "string"},
+        "backward": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/tensor"}]},
+        "expected": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/tensor"}]},
+        "numeric": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/tensor"}]},
+        "verdict": {"enum": ["agree", "disagree"]},
+        "elements": {"type": "array", "items": {"type": "integer"}},
+        "written": {"type": "string"},
+        "right": {"type": "string"},
+        "difference": {"type": "string"},
+    }
+)
+cell["properties"]["functions"] = {
+    "type": "array",
+    "items": obj(
+        {
+            "function": {"type": "string"},
+            "call": {"type": "string"},
+            "verdict": {"enum": ["agree", "disagree"]},
+            "inputs": {"type": "array", "items": function_input},
+            "problems": {"type": "array", "items": {"type": "string"}},
+        }
+    ),
+}
 check = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://autograd-cli/schema/check.schema.json",
