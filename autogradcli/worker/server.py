@@ -40,6 +40,8 @@ from autogradcli.worker import wire
 
 MAX_RUNNING = 4  # questions answered at once; more wait for one to finish
 STATUS_SECONDS = 1.0  # how often a question reports that it is alive
+TICK_SECONDS = 1.0  # the longest the loop sleeps between looks at its clock
+STAMP_SECONDS = 2.0  # how often the loop looks for a change of the installed package
 
 # What the worker asks itself before it listens: each command once, so that the modules
 # and first-call work of every command are done before the first real question.
@@ -125,7 +127,8 @@ class Worker:
         assert self.listener is not None
         checked = time.monotonic()
         while not self.stopping:
-            ready, _, _ = select.select([self.listener], [], [], 1.0)
+            tick = min(TICK_SECONDS, self.idle)  # a short idle time is kept to the tick
+            ready, _, _ = select.select([self.listener], [], [], tick)
             self.reap()
             if ready:
                 try:
@@ -137,7 +140,7 @@ class Worker:
             now = time.monotonic()
             if not self.children and now - self.last > self.idle:
                 return
-            if now - checked > 2.0:
+            if now - checked > STAMP_SECONDS:
                 checked = now
                 if wire.stamp() != self.stamp:
                     return
