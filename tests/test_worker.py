@@ -4,11 +4,22 @@ A real worker runs in a temporary ``XDG_RUNTIME_DIR`` (never the user's own); th
 the suite runs with ``AUTOGRAD_CLI_NO_WORKER=1`` (tests/conftest.py). Every answer the
 worker gives is compared byte for byte with the in-process run of the same command line
 (typer's CliRunner, as tests/conftest.py runs the CLI, or a real process on a terminal).
+
+One worker serves the module (the ``worker`` fixture, made once): the first call answers
+in its own process and starts it. While the worker loads torch and SymPy, the terminal
+test's reference runs in a process of its own and this process loads them for its
+references. Tests that need no worker run the parts (fake workers speaking the protocol,
+``Worker.handle`` and ``Worker.loop`` on sockets of their own) and take under a second
+each. Answers that would load torch a second time only to show the same thing are avoided:
+the first call and the crash's answer in the client's own process are command lines
+refused before torch loads.
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -17,9 +28,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +46,17 @@ from autogradcli.worker import server, wire
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="no Unix sockets")
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = [sys.executable, "-c", "import sys; sys.argv[0] = 'autograd-cli'; "
+# As the console script starts: sys.path[0] is the interpreter's directory, not the working
+# directory (the checkout, whose package would shadow the copy on PYTHONPATH, see Running).
+PRELUDE = "import os, sys; sys.path[0] = os.path.dirname(sys.executable); "
+SCRIPT = [sys.executable, "-c", PRELUDE + "sys.argv[0] = 'autograd-cli'; "
           "from autogradcli.client import main; main()"]  # fmt: skip
 OUTPUT = {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "dumb"}
 README = ["grad", "2*x**4+x**3+3*x**2+5*x+1", "--x", "2"]
+ON_TERMINAL = [*README, "--quiet"]  # --quiet: no progress display, however slow the machine
+# The module's first call: a grad command line, which the client cannot tell from one that
+# needs torch; it is refused before torch loads, so its answer in its own process is quick.
+FIRST = ["grad", "x**2", "--x", "2", "--repeat", "abc"]
 
 
 def _private_dir() -> str:
@@ -77,6 +97,62 @@ def through_client(
     return done.stdout, done.stderr, done.returncode
 
 
+class OnTerminal:
+    """A client on a pseudo-terminal of 72 columns (colours on), its output read by a
+    thread until the terminal closes."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        import pty
+        import struct
+
+        self.leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 72, 0, 0))
+        try:
+            self.process = subprocess.Popen(
+                [*SCRIPT, *args],
+                stdin=subprocess.DEVNULL,
+                stdout=follower,
+                stderr=follower,
+                env=env,
+            )
+        finally:
+            os.close(follower)
+        self.chunks: list[bytes] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.leader, 65536)
+            except OSError:  # EIO: the other side closed
+                return
+            if not chunk:
+                return
+            self.chunks.append(chunk)
+
+    def result(self, timeout: float = 120) -> tuple[bytes, int]:
+        """All it printed, and its exit code."""
+        try:
+            code = self.process.wait(timeout=timeout)
+            self.reader.join(timeout)
+        finally:
+            self.process.kill()
+            os.close(self.leader)
+        return b"".join(self.chunks), code
+
+
+def _client_package(env: dict[str, str]) -> str:
+    """Where a client started with ``env`` imports autogradcli from."""
+    code = PRELUDE + "import autogradcli; print(autogradcli.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    return done.stdout.strip()
+
+
+def _terminal_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in OUTPUT} | {"TERM": "xterm-256color"}
+
+
 def _wait(condition: Callable[[], Any], seconds: float, what: str) -> Any:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -88,13 +164,28 @@ def _wait(condition: Callable[[], Any], seconds: float, what: str) -> Any:
 
 
 class Running:
-    """The worker of the module's temporary runtime directory."""
+    """The worker of the module's temporary runtime directory. Its clients, and so the
+    worker, import a copy of the package made here (``PYTHONPATH``): an edit elsewhere in
+    the checkout while the module runs would otherwise make the worker stale (it exits
+    when the package's files change) and the next question be answered in-process."""
 
     def __init__(self, runtime: str) -> None:
         self.runtime = runtime
-        self.env = _env(runtime)
-        self.place = wire.place(self.env, create=True)
+        copy = os.path.join(runtime, "src")
+        self.package = os.path.join(copy, "autogradcli")
+        shutil.copytree(wire.PACKAGE, self.package, symlinks=True)
+        path = os.pathsep.join(p for p in (copy, os.environ.get("PYTHONPATH")) if p)
+        self.env = _env(runtime, PYTHONPATH=path)
+        saved = wire.PACKAGE
+        wire.PACKAGE = self.package  # the place's name is the copy's (wire.install_key)
+        try:
+            self.place = wire.place(self.env, create=True)
+        finally:
+            wire.PACKAGE = saved
         assert self.place is not None
+        self.first: tuple[str, str, int] = ("", "", -1)  # what the first call printed
+        self.answered_at_start = -1  # the worker's count of questions once it listened
+        self.terminal: tuple[bytes, int] = (b"", -1)  # ON_TERMINAL in its own process
 
     def status(self) -> dict[str, Any] | None:
         return wire.ask(self.place, {"op": "status"})  # type: ignore[arg-type]
@@ -107,14 +198,20 @@ class Running:
 
 @pytest.fixture(scope="module")
 def worker() -> Iterator[Running]:
-    """The first call that needs torch: answered in its own process, and it starts the
-    worker, which the module's tests then share."""
+    """The first call that may need torch: answered in its own process, and it starts the
+    worker, which the module's tests then share. Meanwhile the terminal test's reference
+    runs in its own process, and this process loads torch and SymPy for its references."""
     runtime = _private_dir()
     running = Running(runtime)
     try:
-        out = through_client(README, running.env)
-        assert out == in_process(README)
-        _wait(running.status, 180, "the worker to start")
+        assert os.listdir(running.place.folder) == []  # type: ignore[union-attr]
+        cold = OnTerminal(ON_TERMINAL, {**_terminal_env(running.env), wire.OFF: "1"})
+        running.first = through_client(FIRST, running.env)
+        assert _client_package(running.env) == os.path.join(running.package, "__init__.py")
+        in_process(README)
+        _wait(running.status, 300, "the worker to start")
+        running.answered_at_start = running.questions()
+        running.terminal = cold.result(300)
         yield running
     finally:
         wire.ask(running.place, {"op": "stop"})  # type: ignore[arg-type]
@@ -152,16 +249,28 @@ def test_what_is_cheap(args, env, expected):
 
 
 def test_help_and_version_start_no_worker():
-    """They print what the app alone prints (CliRunner would not do: it fixes help's width
-    at 80 columns where a process has 78)."""
+    """They print what the app alone prints: help in a process of its own (CliRunner would
+    not do: it fixes help's width at 80 columns where a process has 78), the version and
+    ``worker status`` through CliRunner."""
     runtime = _private_dir()
     try:
         env = _env(runtime)
         app_alone = [sys.executable, "-c", "import sys; sys.argv[0] = 'autograd-cli'; "
                      "from autogradcli.cli.app import main; main()"]  # fmt: skip
-        for args in (["--version"], ["--help"], ["grad", "--help"], ["worker", "status"]):
-            done = subprocess.run([*app_alone, *args], capture_output=True, text=True, env=env)
-            expected = (done.stdout, done.stderr, done.returncode)
+        helps = (["--help"], ["grad", "--help"])
+        with ThreadPoolExecutor(2) as pool:  # the two sides at once (each waits on a process)
+            alone = [
+                pool.submit(
+                    subprocess.run, [*app_alone, *args], capture_output=True, text=True, env=env
+                )
+                for args in helps
+            ]
+            client_side = [pool.submit(through_client, args, env) for args in helps]
+            for args, done, ours in zip(helps, alone, client_side, strict=True):
+                expected = (done.result().stdout, done.result().stderr, done.result().returncode)
+                assert ours.result() == expected, args
+        for args in (["--version"], ["worker", "status"]):
+            expected = in_process(args, XDG_RUNTIME_DIR=runtime, **{wire.OFF: None})
             assert through_client(args, env) == expected, args
         assert os.listdir(runtime) == []
     finally:
@@ -276,7 +385,9 @@ def _stale(conn: socket.socket, request: dict[str, Any]) -> None:
 def _silent(conn: socket.socket, request: dict[str, Any]) -> None:
     wire.send_json(conn, {"op": "started", "pid": 1})
     wire.send(conn, b"E", b"something")
-    time.sleep(3)  # no heartbeat: a stalled question
+    conn.settimeout(10)
+    with contextlib.suppress(OSError):
+        assert conn.recv(1) == b""  # no heartbeat (a stalled question) until the client goes
 
 
 def _answers(conn: socket.socket, request: dict[str, Any]) -> None:
@@ -290,7 +401,7 @@ def _answers(conn: socket.socket, request: dict[str, Any]) -> None:
 @pytest.mark.parametrize("reply", [_crash, _stale, _silent])
 def test_a_failing_worker_leaves_the_question_to_this_process(reply, capfd):
     with fake_worker(reply) as place:
-        question = client.Question(["grad", "x"], {**os.environ, wire.HANG: "1"})
+        question = client.Question(["grad", "x"], {**os.environ, wire.HANG: "0.3"})
         assert question.ask(place) is None  # answer here
     assert capfd.readouterr() == ("", "")  # and nothing of the worker's was printed
 
@@ -316,24 +427,93 @@ def test_a_client_of_another_version_makes_the_worker_go(tmp_path):
     assert worker.stopping and not os.path.exists(place.socket)
 
 
-def test_the_worker_exits_when_the_package_files_change(tmp_path):
+def test_the_stamp_is_the_installed_package(monkeypatch, tmp_path):
+    """The stamp follows the version, and the count, sizes and times of the package's
+    source files (a copy here: the real package is shared with other runs)."""
+    assert Path(wire.__file__).parent.parent == Path(wire.PACKAGE)  # autogradcli/ itself
+    package = tmp_path / "package"
+    (package / "sub").mkdir(parents=True)
+    source = package / "sub" / "module.py"
+    source.write_text("x = 1\n")
+    monkeypatch.setattr(wire, "PACKAGE", str(package))
+    stamps = [wire.stamp()]
+    (package / "sub" / "__pycache__").mkdir()
+    (package / "sub" / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"0")
+    (package / "notes.txt").write_text("not source")
+    assert wire.stamp() == stamps[0]  # bytecode and other files are not the package
+    info = source.stat()
+    os.utime(source, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+    stamps.append(wire.stamp())
+    source.write_text("x = 12\n")
+    os.utime(source, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+    stamps.append(wire.stamp())
+    (package / "new.py").write_text("")
+    stamps.append(wire.stamp())
+    monkeypatch.setattr(wire.autogradcli, "__version__", "0.0.1")
+    stamps.append(wire.stamp())
+    assert len(set(stamps)) == len(stamps)  # a time, a size, a file, a version: each new
+
+
+def test_the_worker_exits_when_the_package_files_change(monkeypatch, tmp_path):
+    package = tmp_path / "package"
+    package.mkdir()
+    source = package / "module.py"
+    source.write_text("")
+    monkeypatch.setattr(wire, "PACKAGE", str(package))
+    monkeypatch.setattr(server, "STAMP_SECONDS", 0.05)
+    monkeypatch.setattr(server, "TICK_SECONDS", 0.05)
     place = wire.Place(str(tmp_path), str(tmp_path / "s"), str(tmp_path / "l"), "")
     worker = server.Worker(place, wire.fingerprint(os.environ))
     worker.listen()
     loop = threading.Thread(target=worker.loop, daemon=True)
-    loop.start()
-    touched = Path(wire.PACKAGE) / "worker" / "__init__.py"
-    info = touched.stat()
     try:
-        os.utime(touched, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+        loop.start()
+        loop.join(0.5)
+        assert loop.is_alive()  # nothing changed: it stays
+        info = source.stat()
+        os.utime(source, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
         loop.join(10)
         assert not loop.is_alive()
     finally:
-        os.utime(touched, ns=(info.st_atime_ns, info.st_mtime_ns))
+        worker.stopping = True
+        loop.join(10)
+        worker.close()
+
+
+def test_the_worker_exits_after_its_idle_time(monkeypatch, tmp_path):
+    """``Worker.loop`` alone; the real worker's idle exit is the module's last test."""
+    monkeypatch.setenv(wire.IDLE, "0.2")
+    place = wire.Place(str(tmp_path), str(tmp_path / "s"), str(tmp_path / "l"), "")
+    worker = server.Worker(place, wire.fingerprint(os.environ))
+    worker.listen()
+    loop = threading.Thread(target=worker.loop, daemon=True)
+    start = time.monotonic()
+    try:
+        loop.start()
+        loop.join(10)
+        took = time.monotonic() - start
+        assert not loop.is_alive() and 0.2 <= took < 5
+    finally:
+        worker.stopping = True
+        loop.join(10)
         worker.close()
 
 
 # --- the real worker ---------------------------------------------------------------------------
+
+
+def _plain(terminal: bytes) -> str:
+    """A terminal's text without its escape sequences."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", terminal.decode())
+
+
+def test_the_first_call_answers_itself_and_starts_the_worker(worker):
+    assert worker.first == in_process(FIRST)
+    assert worker.first[1].startswith("Error: --repeat takes") and worker.first[2] == 2
+    assert worker.answered_at_start == 0  # the worker answered nothing: the call did
+    assert os.path.exists(worker.place.socket)
 
 
 def test_the_next_call_is_answered_by_the_worker(worker):
@@ -370,9 +550,13 @@ CORPUS: list[tuple[list[str], str | None]] = [
 
 
 def test_answers_are_byte_for_byte_those_of_the_in_process_run(worker):
+    """The clients run three at a time; this process computes the references meanwhile."""
     before = worker.questions()
-    for args, stdin in CORPUS:
-        assert through_client(args, worker.env, stdin) == in_process(args, stdin), args
+    with ThreadPoolExecutor(3) as pool:
+        warm = [pool.submit(through_client, args, worker.env, stdin) for args, stdin in CORPUS]
+        for (args, stdin), answer in zip(CORPUS, warm, strict=True):
+            expected = in_process(args, stdin)
+            assert answer.result() == expected, args
     assert worker.questions() == before + len(CORPUS)  # none was answered in-process
 
 
@@ -393,43 +577,13 @@ def test_check_through_the_worker_differs_only_in_its_timing(worker):
 
 def test_a_terminal_gets_the_same_colours_and_width(worker):
     """On a terminal (a pty of 72 columns, colours on): the worker's answer is the bytes
-    the command prints there without a worker."""
-    import pty
-
-    def on_terminal(env: dict[str, str]) -> bytes:
-        import fcntl
-        import struct
-        import termios
-
-        leader, follower = pty.openpty()
-        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 72, 0, 0))
-        process = subprocess.Popen(
-            [*SCRIPT, *README, "--quiet"],
-            stdin=subprocess.DEVNULL,
-            stdout=follower,
-            stderr=follower,
-            env=env,
-        )
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the other side closed
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        process.wait(timeout=120)
-        os.close(leader)
-        return b"".join(chunks)
-
-    env = {k: v for k, v in worker.env.items() if k not in OUTPUT} | {"TERM": "xterm-256color"}
+    the command prints there without a worker (run by the fixture)."""
     before = worker.questions()
-    warm = on_terminal(env)
+    warm = OnTerminal(ON_TERMINAL, _terminal_env(worker.env)).result()
     assert worker.questions() == before + 1
-    cold = on_terminal({**env, wire.OFF: "1"})
-    assert b"\x1b[" in warm and warm == cold
+    cold_out, cold_code = worker.terminal
+    assert cold_code == 0 and "✓ autograd and SymPy agree" in _plain(cold_out)
+    assert b"\x1b[" in warm[0] and warm == worker.terminal
 
 
 def test_two_clients_at_once_with_different_settings(worker):
@@ -453,9 +607,16 @@ def test_two_clients_at_once_with_different_settings(worker):
         assert (out.decode(), err.decode(), process.returncode) == expected
 
 
+def _unread(pipe: Any) -> int:
+    """How many bytes written to ``pipe`` its reader has not read yet (Linux's FIONREAD)."""
+    count = array.array("i", [0])
+    fcntl.ioctl(pipe.fileno(), termios.FIONREAD, count)
+    return count[0]
+
+
 def _question_waiting_for_input(worker: Running, partial: bytes) -> subprocess.Popen[bytes]:
-    """A client whose question (``grad - --x 2``) has read ``partial`` from standard input
-    and waits for the rest."""
+    """A client whose question (``grad - --x 2``) runs in the worker and has read
+    ``partial`` from standard input (the client read it from its pipe for the question)."""
     before = worker.questions()
     process = subprocess.Popen(
         [*SCRIPT, "grad", "-", "--x", "2"],
@@ -468,8 +629,7 @@ def _question_waiting_for_input(worker: Running, partial: bytes) -> subprocess.P
     process.stdin.write(partial)
     process.stdin.flush()
     _wait(lambda: worker.questions() == before + 1, 60, "the question to reach the worker")
-    _wait(lambda: worker.status()["running"] == 1, 60, "the question to run")  # type: ignore[index]
-    time.sleep(1.0)  # it reads what there is, then waits for more
+    _wait(lambda: _unread(process.stdin) == 0, 60, "the question to read its input")
     return process
 
 
@@ -485,9 +645,6 @@ def _reading_input(pid: int) -> bool:
 def test_ctrl_c_cancels_the_question_and_the_worker_stays(worker):
     """SIGINT to a client whose question waits for input: what the command prints on
     Ctrl-C without a worker; then the worker answers the next question."""
-    process = _question_waiting_for_input(worker, b"x**")
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
     alone = subprocess.Popen(
         [*SCRIPT, "grad", "-", "--x", "2"],
         stdin=subprocess.PIPE,
@@ -498,8 +655,11 @@ def test_ctrl_c_cancels_the_question_and_the_worker_stays(worker):
     assert alone.stdin is not None
     alone.stdin.write(b"x**")
     alone.stdin.flush()
+    process = _question_waiting_for_input(worker, b"x**")
+    process.send_signal(signal.SIGINT)
     _wait(lambda: _reading_input(alone.pid), 120, "the command to read its input")
     alone.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
     expected = alone.communicate(timeout=60)
     assert (out, err, process.returncode) == (*expected, alone.returncode)
     assert process.returncode != 0
@@ -509,21 +669,24 @@ def test_ctrl_c_cancels_the_question_and_the_worker_stays(worker):
 
 def test_a_worker_that_dies_mid_question_leaves_it_to_the_client(worker):
     """The question's process is killed after it read part of standard input: the client
-    answers in its own process, from all of its input, and prints the answer once."""
-    process = _question_waiting_for_input(worker, b"2*x**4+x**3")
+    answers in its own process, from all of its input, and prints the answer once. (The
+    expression is refused before torch is needed, so that answer is quick; its error
+    quotes the part read before the crash.)"""
+    process = _question_waiting_for_input(worker, b"x.__cl")
     (pid,) = worker.status()["pids"]  # type: ignore[index]
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.5)
-    out, err = process.communicate(b"+3*x**2+5*x+1", timeout=180)
-    expected = in_process(["grad", "-", "--x", "2"], "2*x**4+x**3+3*x**2+5*x+1")
+    _wait(lambda: worker.status()["running"] == 0, 30, "the worker to see it go")  # type: ignore[index]
+    out, err = process.communicate(b"ass__ + 1", timeout=120)
+    expected = in_process(["grad", "-", "--x", "2"], "x.__class__ + 1")
     assert (out.decode(), err.decode(), process.returncode) == expected
-    assert out.decode().count("✓ autograd and SymPy agree") == 1
+    assert expected[1].startswith("Error: 'x.__class__' cannot be used") and expected[2] == 2
+    assert err.decode().count("Error:") == 1
     test_the_next_call_is_answered_by_the_worker(worker)
 
 
 def test_the_worker_exits_when_idle(worker):
-    """Last of the module: a question that asks for a one-second idle time."""
-    env = {**worker.env, wire.IDLE: "1"}
+    """Last of the module: a question that asks for an idle time of 0.2 s."""
+    env = {**worker.env, wire.IDLE: "0.2"}
     assert through_client(["grad", "x**2", "--x", "3"], env) == in_process(
         ["grad", "x**2", "--x", "3"]
     )
