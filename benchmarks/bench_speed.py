@@ -93,6 +93,14 @@ def worker(action: str) -> str:
     return done.stdout
 
 
+def answered() -> int:
+    """How many questions the benchmark's worker has answered (``worker status``)."""
+    for line in worker("status").splitlines():
+        if line.startswith("questions answered: "):
+            return int(line.split()[2])
+    raise SystemExit("the worker is not running")
+
+
 def worker_ready(seconds: float = 300) -> None:
     """Wait until the worker answers."""
     end = time.monotonic() + seconds
@@ -131,7 +139,10 @@ def row_warm(rounds: int, device: str) -> list[str]:
     readme = [*TOOL, *README, "--device", device]
     run(readme, env=WORKER)  # the first call: it starts the worker
     worker_ready()
+    before = answered()
     ours, theirs = side_by_side(rounds, lambda: run(readme, env=WORKER), lambda: run(readme))
+    if answered() != before + rounds + 1:  # a stale worker: the calls ran in-process
+        raise SystemExit("the warm row's calls were not all answered by the worker")
     worker("stop")
     return [
         "a later `grad` call, the README example, answered by the warm worker",
