@@ -166,6 +166,8 @@ def program_text(expression: str, limit: int) -> str:
     else:
         path = expression[1:]
         data = _program_bytes(path, 4 * (limit + 1))
+    if len(data) == 4 * (limit + 1):  # at least limit + 1 characters: say what was read
+        _too_long_read(path, len(data), limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -173,6 +175,21 @@ def program_text(expression: str, limit: int) -> str:
             return data[: exc.start].decode("utf-8")
         reason = f"it is not UTF-8 (byte {exc.start + 1})"
         raise ValueSpecError("program_file", path=path, reason=reason) from None
+
+
+def _too_long_read(path: str, read: int, limit: int) -> NoReturn:
+    """The program read was cut at ``read`` bytes: more than ``limit`` characters (the
+    file's size in bytes where it has one)."""
+    import os
+
+    from autogradcli.errors import LimitError
+
+    size = ""
+    if path != "-":
+        with suppress(OSError):
+            size = f"; the file has {os.stat(path).st_size:,} bytes"
+    shown = "standard input" if path == "-" else f"@{path}"
+    raise LimitError("expression_too_long_read", path=shown, read=read, size=size, limit=limit)
 
 
 def _program_bytes(path: str, size: int) -> bytes:

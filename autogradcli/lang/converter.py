@@ -50,6 +50,8 @@ BINARY_OPS: dict[type, str] = {
     ast.Pow: "**",
     ast.MatMult: "@",
 }
+# Operators whose chains (``a + b - c``, ``a * b / c``) count as one level of nesting.
+_CHAINS: dict[type, str] = {ast.Add: "+", ast.Sub: "+", ast.Mult: "*", ast.Div: "*"}
 UNARY_OPS: dict[type, str] = {ast.USub: "-", ast.UAdd: "+"}
 COMPARE_OPS: dict[type, str] = {
     ast.Lt: "<",
@@ -183,6 +185,8 @@ def module_of(text: str, limits: Limits, caret_power: bool = True) -> ast.Module
         plain = unicodedata.normalize("NFKC", word)
         if plain != word:  # Python would silently read it as another name
             raise ExpressionError("name_normalized", word=word, plain=plain)
+    if _bracket_depth(text) > limits.max_depth:
+        raise LimitError("too_deep", limit=limits.max_depth)
     source = _source(text.replace("^", "**") if caret_power else text)
     try:
         module = ast.parse(source, mode="exec")
@@ -198,6 +202,23 @@ def module_of(text: str, limits: Limits, caret_power: bool = True) -> ast.Module
     if not module.body:
         raise ExpressionError("expression_empty")
     return module
+
+
+_STRINGS = re.compile(r"'(?:[^'\\\n]|\\.)*'" + r'|"(?:[^"\\\n]|\\.)*"')
+
+
+def _bracket_depth(text: str) -> int:
+    """How deep the brackets of the text nest, as written (quoted text left out): each
+    pair of parentheses is a level the user wrote, counted before Python's parser (which
+    gives up at 200 with a message about its own limit)."""
+    depth = deepest = 0
+    for char in _STRINGS.sub("", text):
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return deepest
 
 
 def _source(text: str) -> str:
@@ -243,11 +264,7 @@ class Converter:
         if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPS:
             return Unary(UNARY_OPS[type(node.op)], self.convert(node.operand, depth + 1))
         if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
-            return Binary(
-                BINARY_OPS[type(node.op)],
-                self.convert(node.left, depth + 1),
-                self.convert(node.right, depth + 1),
-            )
+            return self.chain(node, depth)
         if isinstance(node, ast.Compare):
             return self.compare(node, depth)
         if isinstance(node, ast.Call):
@@ -261,6 +278,23 @@ class Converter:
             raise ExpressionError("operator_not_allowed", symbol=symbol, allowed=allowed())
         what = _REFUSED.get(type(node), type(node).__name__)
         raise ExpressionError("syntax_not_allowed", what=what, allowed=allowed())
+
+    def chain(self, node: ast.BinOp, depth: int) -> Node:
+        """A binary operation; a chain of ``+``/``-`` or of ``*``/``/`` as written
+        (``a + b - c + ...``) is one level of nesting, read along its left side without
+        recursion, so a long sum is no deeper than one term."""
+        group = _CHAINS.get(type(node.op))
+        spine = [node]
+        while group is not None:
+            left = spine[-1].left
+            if not (isinstance(left, ast.BinOp) and _CHAINS.get(type(left.op)) == group):
+                break
+            spine.append(left)
+        result = self.convert(spine[-1].left, depth + 1)
+        for link in reversed(spine):
+            right = self.convert(link.right, depth + 1)
+            result = Binary(BINARY_OPS[type(link.op)], result, right)
+        return result
 
     # --- names, attributes, subscripts, comparisons ---------------------------------------
 

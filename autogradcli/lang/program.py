@@ -35,6 +35,7 @@ from autogradcli.lang.syntax import (
     statement_text,
     truth,
 )
+from autogradcli.lang.text import source_segment
 from autogradcli.lang.tree import (
     Backward,
     Call,
@@ -122,7 +123,7 @@ class _Builder(InPlaceLines, HookLines, Renames):
 
     def written(self, stmt: ast.AST) -> str:
         """The line as the cell writes it (its spacing kept), for showing."""
-        return (ast.get_source_segment(self.text, stmt) or statement_text(stmt)).strip()
+        return (source_segment(self.text, stmt) or statement_text(stmt)).strip()
 
     # --- names -------------------------------------------------------------------------
 

@@ -74,10 +74,10 @@ class _Shapes(Fold[Shape]):
         return operand
 
     def binary(self, node: Binary, left: Shape, right: Shape) -> Shape:
-        where = unparse(node)
-        shape = (
-            matmul_shape(left, right, where) if node.op == "@" else broadcast(left, right, where)
-        )
+        try:  # the node's text only for the error: unparsing every node is quadratic
+            shape = matmul_shape(left, right, "") if node.op == "@" else broadcast(left, right, "")
+        except ShapeError as exc:
+            raise ShapeError(exc.code, **{**exc.data, "where": unparse(node)}) from None
         return self.sized(node, shape)
 
     def call(self, node: Call, args: list[Shape]) -> Shape:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+import re
 from typing import Any
 
 from autogradcli.lang.tree import (
@@ -95,3 +98,28 @@ _TEXT = _Text()
 def unparse(node: Node) -> str:
     """Text of a subtree with the parentheses it needs."""
     return _TEXT(node)
+
+
+_LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+$", re.S)
+
+
+@functools.lru_cache(maxsize=8)
+def _lines(text: str) -> tuple[str, ...]:
+    """The text's lines with their ends, split as ``ast.get_source_segment`` splits them
+    (once per text: splitting it again for each line is quadratic in a long program)."""
+    return tuple(_LINE.findall(text))
+
+
+def source_segment(text: str, node: ast.AST) -> str | None:
+    """``ast.get_source_segment(text, node)``, with the text's lines split once."""
+    end_line = getattr(node, "end_lineno", None)
+    end_col = getattr(node, "end_col_offset", None)
+    if end_line is None or end_col is None:
+        return None
+    lines = _lines(text)
+    first, last, start = node.lineno - 1, end_line - 1, node.col_offset  # type: ignore[attr-defined]
+    if first == last:
+        return lines[first].encode()[start:end_col].decode()
+    head = lines[first].encode()[start:].decode()
+    tail = lines[last].encode()[:end_col].decode()
+    return "".join([head, *lines[first + 1 : last], tail])

@@ -296,6 +296,9 @@ def direct_inputs(node: Node) -> list[str]:
     return list(dict.fromkeys(walk_names(node)))
 
 
+_OPEN = object()  # ``Fold.enter``: fold the node's operands first
+
+
 class Fold(Generic[T]):
     """One walk over the tree, bottom up: subclasses say what each node kind becomes.
 
@@ -311,12 +314,39 @@ class Fold(Generic[T]):
         return self.visit(node)
 
     def visit(self, node: Node) -> T:
+        """Fold ``node`` bottom up, operands left to right, with an explicit stack (no
+        recursion: a chain of a thousand ``+`` is as safe as one)."""
+        results: list[T] = []
+        stack: list[tuple[Node, bool]] = [(node, False)]
+        while stack:
+            current, ready = stack.pop()
+            if ready:
+                count = len(operands(current))
+                values = results[len(results) - count :]
+                del results[len(results) - count :]
+                results.append(self.leave(current, self.apply(current, values)))
+                continue
+            early = self.enter(current)
+            if early is not _OPEN:
+                results.append(self.leave(current, early))  # type: ignore[arg-type]
+                continue
+            stack.append((current, True))
+            stack.extend((child, False) for child in reversed(operands(current)))
+        return results[0]
+
+    def enter(self, node: Node) -> T | object:
+        """A node's value before its operands are folded (a number, a name), or ``_OPEN``
+        to fold its operands first. Subclasses that replace a whole subtree override it."""
         if isinstance(node, Num):
             return self.num(node)
         if isinstance(node, Name):
             bound = getattr(self, "_bound", None)
             return bound[node.id] if bound and node.id in bound else self.name(node)
-        return self.apply(node, [self.visit(child) for child in operands(node)])
+        return _OPEN
+
+    def leave(self, node: Node, value: T) -> T:
+        """Called with each node's value as it is made (subclasses may record it)."""
+        return value
 
     def apply(self, node: Node, values: list[T]) -> T:
         """One operation on values its operands already have (the only dispatch on kinds)."""
@@ -412,8 +442,8 @@ class _Cut(Rebuild):
         super().__init__()
         self.target, self.new_name = target, name
 
-    def visit(self, node: Node) -> Node:
-        return Name(self.new_name) if node is self.target else super().visit(node)
+    def enter(self, node: Node) -> Node | object:
+        return Name(self.new_name) if node is self.target else super().enter(node)
 
 
 def cut(expression: Program, target: Node, name: str) -> Program:
