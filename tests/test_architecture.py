@@ -229,3 +229,16 @@ def test_no_import_cycle_at_any_depth():
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# Modules allowed past LONGEST lines: the sentence catalog, one sentence after another.
+LONG_MODULES = frozenset({"messages.py"})
+LONGEST = 600
+
+
+def test_no_module_holds_more_than_one_idea_of_600_lines():
+    """A module past 600 lines holds several ideas: split it by idea (issue 24)."""
+    lengths = {
+        str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")
+    }
+    assert {m: n for m, n in lengths.items() if n > LONGEST and m not in LONG_MODULES} == {}
