@@ -375,6 +375,8 @@ def _lines(lines: tuple[Line, ...], env: dict[str, Any], domain: Domain) -> None
 
 
 def _value(node: Node | None, env: dict[str, Any], domain: Domain) -> Any:
+    if isinstance(node, Name) and node.id in env:  # a local as it is (None, a tuple)
+        return env[node.id]
     return None if node is None else domain.value(node, env)
 
 

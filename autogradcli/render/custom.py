@@ -22,7 +22,7 @@ def render_function(check: FunctionCheck) -> list[Any]:
     heading = Text.assemble(
         ("custom Function ", "bold"),
         (check.call, "bold cyan"),
-        "  your backward, grad_output ones, float64  ",
+        "  your backward, grad_output 0.75 to 1.25, float64  ",
     )
     heading.append_text(mark(check.verdict))
     parts.append(heading)

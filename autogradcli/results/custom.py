@@ -46,9 +46,9 @@ class InputCheck(Frozen):
 
 @dataclass(frozen=True)
 class FunctionCheck(Frozen):
-    """One call of a custom Function at the values the cell gave it (grad_output ones, in
-    float64): each input checked, and gradcheck's other checks (``problems``: a wrong shape
-    or dtype, a backward that is not reentrant, a wrong jvp)."""
+    """One call of a custom Function at the values the cell gave it (grad_output from 0.75 to
+    1.25 over the elements, in float64): each input checked, and gradcheck's other checks
+    (``problems``: a wrong shape or dtype, a backward that is not reentrant, a wrong jvp)."""
 
     name: str
     call: str

@@ -147,9 +147,12 @@ def apply(fn: CustomFunction, tensors: tuple[Any, ...], optional: dict[str, Any]
         for p in fn.forward.params
     ]
     last = _LAST.get(fn.key)  # the outputs of a Function that returns several: one call
-    if last is not None and len(last[0]) == len(args):
-        if all(a is b for a, b in zip(last[0], args, strict=True)):
-            return last[1]
+    if (
+        last is not None
+        and len(last[0]) == len(args)
+        and all(a is b for a, b in zip(last[0], args, strict=True))
+    ):
+        return last[1]
     found = function_class(fn).apply(*args)
     if isinstance(found, tuple):
         _LAST[fn.key] = (tuple(args), found)

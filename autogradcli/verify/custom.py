@@ -1,8 +1,8 @@
-"""A cell's custom autograd Functions checked on their own: at the values each call was
-given, the user's backward (grad_output ones, float64) against SymPy's derivative of the
-user's forward, per input and per element, with central differences of the forward as a
-third column; and gradcheck's other checks: the shape and dtype of what backward returns,
-a backward that is not reentrant, a jvp that is defined and wrong."""
+"""A cell's custom autograd Functions checked on their own: at the values each call was given,
+the user's backward (grad_output from 0.75 to 1.25, float64) against SymPy's derivative of
+the user's forward, per input and per element, with central differences of the forward as a
+third column; and gradcheck's other checks: the shape and dtype of what backward returns, a
+backward that is not reentrant, a jvp that is defined and wrong."""
 
 from __future__ import annotations
 
@@ -111,9 +111,9 @@ def check_function(
         ctx = Context(tuple(wanted))
         output = run_forward(fn, ctx, tuple(args))
         outputs = output if isinstance(output, tuple) else (output,)
-        ones = tuple(torch.ones_like(o) for o in outputs)
-        first = _as_tuple(run_method(fn.backward, ctx, ones))
-        again = _as_tuple(run_method(fn.backward, ctx, ones))
+        given = tuple(grad_output(o) for o in outputs)
+        first = _as_tuple(run_method(fn.backward, ctx, given))
+        again = _as_tuple(run_method(fn.backward, ctx, given))
     if not all(_same(a, b) for a, b in zip(first, again, strict=False)):
         problems.append(
             "backward is not reentrant: run twice on the same inputs it returns different gradients"
@@ -138,12 +138,21 @@ def check_function(
         user = first[k] if k < len(first) else None
         found = [r[param] for r in references if r.get(param) is not None]
         expected = None if not found else np.sum(found, axis=0)
-        numeric = _numeric(fn, args, k)
+        numeric = _numeric(fn, args, k, given)
         right = _right(mains, grads, param)
         inputs.append(_input(param, user, expected, numeric, args[k], right, written, k, problems))
     if fn.jvp is not None:
         problems += _jvp(fn, args, wanted)
     return FunctionCheck(fn.name, call, tuple(inputs), tuple(problems))
+
+
+def grad_output(output: torch.Tensor) -> torch.Tensor:
+    """The gradient the check hands backward for one output: from 0.75 to 1.25 over its
+    elements (not ones, so a backward that forgets grad_output or mixes up its elements
+    differs)."""
+    n = output.numel()
+    steps = torch.arange(n, dtype=torch.float64) / max(n - 1, 1)
+    return (0.75 + 0.5 * steps).reshape(output.shape).to(output.dtype)
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -165,11 +174,11 @@ def _reference(
     wanted: list[bool],
     output: torch.Tensor,
 ) -> dict[str, np.ndarray]:
-    """SymPy's gradients of the forward (one output) with grad_output ones."""
+    """SymPy's gradients of the forward (one output) with the check's grad_output."""
     variables = tuple(seen)
     program = Program(text=unparse(main), root=main, variables=variables)
     differentiate = frozenset(p for p, w in zip(fn.inputs, wanted, strict=True) if w and p in seen)
-    weights = np.ones(tuple(output.shape))
+    weights = grad_output(output).numpy()
     found = choose(program, shapes, limits, seen, weights, differentiate)
     return dict(found.expected.grads)
 
@@ -294,6 +303,11 @@ def _difference(
 ) -> str:
     """How the user's backward differs: a factor, missing or extra terms, a transpose."""
     if user is not None and right is not None:
+        left_out = [
+            s.name for s in right.free_symbols - user.free_symbols if s.name.startswith("grad")
+        ]
+        if left_out and not any(s.name.startswith("grad") for s in user.free_symbols):
+            return f"{', '.join(sorted(left_out))} is left out: a missing factor"
         ratio = sp.simplify(user / right) if right != 0 else None
         if ratio is not None and ratio.is_number:
             return f"a constant factor: {sp.nsimplify(ratio)} times the right gradient"
@@ -318,9 +332,11 @@ def _difference(
     return "differs element by element"
 
 
-def _numeric(fn: CustomFunction, args: list[Any], k: int) -> np.ndarray:
-    """Central differences of the user's forward in float64: the derivative of the sum of
-    its outputs' elements by each element of input ``k``."""
+def _numeric(
+    fn: CustomFunction, args: list[Any], k: int, weights: tuple[torch.Tensor, ...]
+) -> np.ndarray:
+    """Central differences of the user's forward in float64: the derivative of its outputs'
+    elements weighted by the check's grad_output, by each element of input ``k``."""
     base = args[k]
     flat = base.detach().reshape(-1).clone()
     result = np.zeros(flat.numel())
@@ -334,7 +350,8 @@ def _numeric(fn: CustomFunction, args: list[Any], k: int) -> np.ndarray:
             changed[k] = moved.reshape(base.shape)
             with torch.no_grad():
                 out = run_forward(fn, Context(tuple(False for _ in args)), tuple(changed))
-            sums.append(sum(float(o.sum()) for o in _as_tuple(out)))
+            pairs = zip(_as_tuple(out), weights, strict=True)
+            sums.append(sum(float((o * w).sum()) for o, w in pairs))
         result[i] = (sums[0] - sums[1]) / (2 * step)
     return result.reshape(tuple(base.shape))
 
