@@ -104,7 +104,7 @@ def answered() -> int:
 def worker_ready(seconds: float = 300) -> None:
     """Wait until the worker answers."""
     end = time.monotonic() + seconds
-    while "running" not in worker("status").splitlines()[0]:
+    while not worker("status").startswith("worker: running"):
         if time.monotonic() > end:
             raise SystemExit("the worker did not start")
         time.sleep(0.2)
