@@ -196,6 +196,54 @@ def test_my_cube_without_the_grad_dx_term_is_wrong():
     assert check.inputs[0].difference == "missing term 6*grad_dx*x"
 
 
+LINEAR_OLD = """
+import torch
+from torch.autograd import Function
+
+
+class LinearFunction(Function):
+
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        output = input.mm(weight.t())
+        if bias is not None:
+            output += bias.unsqueeze(0).expand_as(output)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight, bias = ctx.saved_tensors
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output.mm(weight)
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t().mm(input)
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = grad_output.sum(0)
+        return grad_input, grad_weight, grad_bias
+
+
+x = torch.tensor([[1.0, 2.0], [0.5, -1.0]], requires_grad=True)
+w = torch.tensor([[0.1, 0.2], [-0.4, 0.5], [0.3, 0.3]], requires_grad=True)
+y = LinearFunction.apply(x, w)
+y.sum().backward()
+print(x.grad)
+print(w.grad)
+"""
+
+
+def test_the_older_linear_function_with_ctx_in_forward_and_bias_none():
+    """The form of earlier "Extending PyTorch" pages: forward(ctx, input, weight, bias=None),
+    called without the bias."""
+    result = _cell(LINEAR_OLD)
+    assert result.error is None and result.verdict == "agree"
+    _same_grads(result, _pytorch(LINEAR_OLD), ["x", "w"])
+    (check,) = result.functions
+    assert check.call == "LinearFunction.apply(x, w)"
+    assert [i.name for i in check.inputs] == ["input", "weight"]
+
+
 # --- gradcheck's other checks -----------------------------------------------------------------
 
 NOT_REENTRANT = """
@@ -354,3 +402,21 @@ def test_python_outside_the_whitelist_is_refused_in_a_body():
         "assignments, ctx.save_for_backward(...), a, b = ctx.saved_tensors, ctx.name = value, "
         "if ctx.needs_input_grad[i]: / if x is not None:, and return\n"
     )
+
+
+def test_a_large_input_is_checked_without_the_numeric_column():
+    """Past MAX_NUMERIC elements central differences (two forwards per element) are left
+    out; SymPy's check still covers every element."""
+    import ast
+
+    from autogradcli.lang.custom import read_class
+    from autogradcli.verify.custom import MAX_NUMERIC, check_function
+
+    text = _text("extending_wrong_backward.py")
+    node = next(s for s in ast.parse(text).body if isinstance(s, ast.ClassDef))
+    fn = read_class(node, text, Limits(), {"torch": "torch"})
+    values = np.linspace(-1.0, 1.0, MAX_NUMERIC + 1)
+    (one,) = check_function(fn, "P3(x)", [values], [True], Limits()).inputs
+    assert one.numeric is None and one.verdict == "disagree"
+    assert len(one.elements) == MAX_NUMERIC + 1
+    assert one.difference == "missing term -1.5*grad_output"

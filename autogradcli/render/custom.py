@@ -35,7 +35,7 @@ def render_function(check: FunctionCheck) -> list[Any]:
                 "   " + i.name,
                 format_array(i.user),
                 format_array(i.expected),
-                format_array(i.numeric),
+                format_array(i.numeric) if i.numeric is not None else Text("— (too large)"),
                 mark(i.verdict),
             )
         parts.append(table)
