@@ -115,6 +115,9 @@ ERRORS: dict[str, str] = {
     # the expression
     "expression_too_long": "expression is {length} characters long; the limit is {limit} "
     "(raise it with [[max_length]])",
+    "recursion_limit": "the expression is nested too deeply to check: Python's recursion "
+    "limit ({limit} calls) was reached in {where}; write it with fewer nested levels, or raise "
+    "the limit with sys.setrecursionlimit in the Python API",
     "expression_too_long_read": "the program in {path} is more than {limit} characters long "
     "(reading stopped after {read} bytes{size}); the limit is {limit} "
     "(raise it with [[max_length]])",
@@ -187,7 +190,7 @@ ERRORS: dict[str, str] = {
     "dim=), not shape {shape}; use torch.linalg.vector_norm(x, ord) for the norm of all "
     "elements",
     "bad_order": "{what} must be a number, inf, -inf (math.inf, float('inf')) or 'fro', not "
-    "'{text}'",
+    "{text}",
     "legacy_tensor": "'{text}': torch.Tensor is PyTorch's legacy constructor; it is taken "
     "for float data only (torch.Tensor([1., 2.])); use torch.tensor([1., 2.]) for values, "
     "torch.zeros(2, 3) for a shape",

@@ -85,6 +85,8 @@ def covered(op_db: list[Any]) -> dict[str, list[Any]]:
             continue
         if SPELLINGS[way].kind == "constant":  # ones_like, zeros_like: no gradient to check
             continue
+        if SPELLINGS[way].name == "one_hot":  # integers in, integers out: no gradient either
+            continue
         found.setdefault(SPELLINGS[way].name, []).append(info)
     return found
 
@@ -408,4 +410,7 @@ def test_every_entry_with_an_opinfo_is_covered(op_db: list[Any]) -> None:
     """The entries the test reaches (a new vocabulary entry with an OpInfo joins by itself)."""
     table = covered(op_db)
     for entry in ("sin", "softplus", "sum", "logsumexp", "norm", "permute", "prod", "max"):
+        assert entry in table
+    # issue 26's spellings: their OpInfo samples run as they are
+    for entry in ("amax", "amin", "cumsum", "cumprod", "gather", "inner", "linalg_norm"):
         assert entry in table

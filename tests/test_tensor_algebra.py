@@ -509,7 +509,9 @@ def test_the_input_cap_is_exact_at_256_elements_and_numeric_beyond():
          "'x@2': @ needs tensors of at least 1 dimension, not shapes [2] and []; use * to scale"),
         (("sum(y @ x)", "--x", "[1.0, 2.0]", "--y", "3"),
          "'y@x': @ needs tensors of at least 1 dimension, not shapes [] and [2]; use * to scale"),
-        (("norm(x, 0)", "--x", "[1.0]"), "p of norm() must be one of 2, 'fro', not 0"),
+        (("norm(x, 'max')", "--x", "[1.0]"),  # p=0 is the count of non-zeros (issue 26)
+         "p of norm() must be a number, inf, -inf (math.inf, float('inf')) or 'fro', not "
+         "'max'"),
         (("dot(x)", "--x", "[1.0]"), "dot() needs its argument 'other', e.g. dot(x, y)"),
     ],
 )  # fmt: skip

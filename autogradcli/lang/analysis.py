@@ -76,16 +76,27 @@ class _Constant(Fold[NumberValue | None]):
 constant_value = _Constant()
 
 
+class _Recorded(_Constant):
+    """``_Constant`` that keeps every subtree's value (one walk, not one per subtree)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[int, NumberValue | None] = {}
+
+    def leave(self, node: Node, value: NumberValue | None) -> NumberValue | None:
+        self.values[id(node)] = value
+        return value
+
+
 def check_constants(root: Node, limits: Limits) -> None:
     """Compute every constant subtree (with size checks) and bound the exponents."""
+    found = _Recorded()
+    found(root)
     for node in walk(root):
-        if not isinstance(node, Binary):
-            continue
-        if node.op == "**" and constant_value(node.left) is None:
-            exponent = constant_value(node.right)
+        if isinstance(node, Binary) and node.op == "**" and found.values[id(node.left)] is None:
+            exponent = found.values[id(node.right)]
             if exponent is not None and abs(exponent) > limits.max_exponent:
                 raise LimitError("exponent_too_large", exponent=exponent, limit=limits.max_exponent)
-        constant_value(node)
 
 
 def is_full_reduction(node: Node) -> bool:
@@ -238,18 +249,22 @@ def rounding_steps(expression: Program, shapes: dict[str, tuple[int, ...]], limi
 
 
 def class_targets(expression: Program, shapes: dict[str, tuple[int, ...]]) -> set[str]:
-    """Inputs used as class indices (the target of nll_loss, or of cross_entropy when it
-    has one dim fewer than the input): integers in PyTorch, so they take no gradient."""
+    """Inputs used as integer indices (an entry's ``indices``: the target of nll_loss, of
+    cross_entropy when it has one dim fewer than the input, gather's index, ...): integers
+    in PyTorch, so they take no gradient."""
     found = set()
     for root in expression.roots():
         for node in walk(root):
-            if not isinstance(node, Call) or node.func not in ("cross_entropy", "nll_loss"):
+            if not isinstance(node, Call) or node.func not in OPS:
                 continue
-            target = node.args[1]
-            if not isinstance(target, Name) or target.id not in expression.variables:
-                continue
-            if node.func == "nll_loss" or len(shapes[target.id]) < len(_shape(node.arg, shapes)):
-                found.add(target.id)
+            start, stop = OPS[node.func].indices
+            for target in node.args[start:stop]:
+                if not isinstance(target, Name) or target.id not in expression.variables:
+                    continue
+                if node.func != "cross_entropy" or len(shapes[target.id]) < len(
+                    _shape(node.arg, shapes)
+                ):
+                    found.add(target.id)
     return found
 
 

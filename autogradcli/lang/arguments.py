@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from autogradcli.errors import ExpressionError
@@ -68,8 +69,65 @@ def number(node: ast.AST, what: str) -> float:
     raise ExpressionError("bad_number_argument", what=what, text=ast.unparse(node))
 
 
+# Where PyTorch code finds infinity: math.inf, np.inf, torch.inf, float('inf').
+_INFINITY_MODULES = ("math", "np", "numpy", "torch")
+
+
+def order(node: ast.AST, what: str) -> float | str:
+    """A norm's order as written: a number, ±inf (``math.inf``, ``float('inf')``, ...) or
+    'fro' / 'nuc'."""
+    sign, inner = 1, node
+    if isinstance(inner, ast.UnaryOp) and isinstance(inner.op, (ast.USub, ast.UAdd)):
+        sign, inner = (-1 if isinstance(inner.op, ast.USub) else 1), inner.operand
+    if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
+        return sign * inner.value
+    if isinstance(inner, ast.Constant) and inner.value in ("fro", "nuc") and inner is node:
+        return str(inner.value)
+    if (
+        isinstance(inner, ast.Attribute)
+        and inner.attr == "inf"
+        and isinstance(inner.value, ast.Name)
+        and inner.value.id in _INFINITY_MODULES
+    ):
+        return sign * math.inf
+    if (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Name)
+        and inner.func.id == "float"
+        and len(inner.args) == 1
+        and not inner.keywords
+        and isinstance(inner.args[0], ast.Constant)
+        and str(inner.args[0].value).strip().lower() in ("inf", "+inf", "-inf", "infinity")
+    ):
+        word = str(inner.args[0].value).strip()
+        return sign * (-math.inf if word.startswith("-") else math.inf)
+    raise ExpressionError("bad_order", what=what, text=ast.unparse(node))
+
+
+def torch_attribute(param: Param, node: ast.AST, op: Op) -> str | None:
+    """``torch.float64``, ``torch.contiguous_format``: the attribute's name, one of the
+    parameter's choices (None as written stays None)."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return None
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "torch"
+        and node.attr in param.choices
+    ):
+        return node.attr
+    choices = ", ".join(f"torch.{c}" for c in param.choices)
+    raise ExpressionError(
+        "bad_choice", name=op.name, param=param.name, text=ast.unparse(node), choices=choices
+    )
+
+
 def param_value(param: Param, node: ast.AST, op: Op) -> Any:
     """A parameter's value as written: integers, numbers, True/False or a word."""
+    if param.kind == "order":
+        return order(node, f"{param.name} of {op.name}()")
+    if param.kind == "attr":
+        return torch_attribute(param, node, op)
     if param.kind == "int":
         return integer(node, f"{param.name} of {op.name}()")
     if param.kind == "dims":

@@ -26,6 +26,7 @@ from autogradcli.lang.arguments import (
     is_int,
     param_value,
 )
+from autogradcli.lang.forms import TENSOR
 from autogradcli.lang.ops import REQUIRED, Op
 from autogradcli.lang.tree import (
     COMPARISONS,
@@ -357,6 +358,10 @@ class Converter:
             return self.pair(node.value, picked == 0, depth, f"[{picked}]")
         value = self.convert(node.value, depth + 1)
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(_tensor_item(i) for i in items):  # x[torch.arange(4), ys]: integer tensors
+            tensors = [self.convert(i, depth + 1) for i in items if _tensor_item(i)]
+            pattern = tuple(TENSOR if _tensor_item(i) else self.item(i) for i in items)
+            return Call("take", (value, *tensors), (("pattern", pattern),))
         return Index(value, tuple(self.item(i) for i in items))
 
     def _pair_call(self, node: ast.Call) -> bool:
@@ -403,6 +408,8 @@ class Converter:
         elif spelled is None:
             raise ExpressionError("call_not_plain", text=ast.unparse(node.func))
         short = spelled.split(".")[-1]
+        if spelled == "torch.Tensor" and receiver is None:
+            return self.legacy_tensor(node)
         if receiver is None and short in CONSTRUCTORS and spelled not in SPELLINGS:
             if self.lift is None:
                 raise ExpressionError("constructor_here", text=ast.unparse(node))
@@ -417,9 +424,6 @@ class Converter:
             raise ExpressionError("starred_call", name=op.name)
         if op.name in ("max", "min"):
             return self.extreme(op, spelled, args, node, depth, pair)
-        ordered = len(args) > 1 or any(k.arg in ("p", "ord") for k in node.keywords)
-        if spelled == "torch.linalg.norm" and ordered:  # ord=2 of a matrix: its spectral norm
-            raise ExpressionError("linalg_norm_order", text=ast.unparse(node))
         return self.bind(op, args, {k.arg: k.value for k in node.keywords if k.arg}, depth, node)
 
     def extreme(
@@ -438,6 +442,20 @@ class Converter:
         if dim_given and spelled != op.name and not pair:  # torch.max(x, 1): (values, indices)
             raise ExpressionError("pair_result", text=ast.unparse(node), name=op.name)
         return found
+
+    def legacy_tensor(self, node: ast.Call) -> Node:
+        """``torch.Tensor([1., 2.])``, PyTorch's legacy constructor, as ``torch.tensor`` of
+        the same float data; sizes (``torch.Tensor(2, 3)``, uninitialized memory) or whole
+        numbers (which torch.tensor would make integers) are refused."""
+        data = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        floats = data is not None and any(
+            isinstance(n, ast.Constant) and isinstance(n.value, float) for n in ast.walk(data)
+        )
+        if not isinstance(data, (ast.List, ast.Tuple)) or not floats or self.lift is None:
+            raise ExpressionError("legacy_tensor", text=ast.unparse(node))
+        func = ast.Attribute(ast.Name("torch", ast.Load()), "tensor", ast.Load())
+        modern = ast.copy_location(ast.Call(func, [data], []), node)
+        return self.lift(modern)
 
     def unknown(self, spelled: str, node: ast.Call) -> ExpressionError:
         short = spelled.split(".")[-1]
@@ -466,9 +484,15 @@ class Converter:
         """The call's arguments matched to the entry's tensors and parameters, as PyTorch
         matches them (positions first, then names)."""
         example = example_call(op)
-        keywords = {("dim" if k == "axis" else k): v for k, v in keywords.items()}
+        keywords = {_keyword(op, k): v for k, v in keywords.items()}
         tensors: dict[str, ast.AST] = {}
         positional = list(args)
+        if op.order and len(positional) > 1:  # gather(x, dim, index): by PyTorch's order
+            for name, given_arg in zip(op.order, positional, strict=False):
+                if name in keywords:
+                    raise ExpressionError("given_twice_arg", name=op.name, arg=name)
+                keywords[name] = given_arg
+            positional = positional[len(op.order) :]
         if op.sequence:
             if not positional or not isinstance(positional[0], (ast.List, ast.Tuple)):
                 if op.tensors[0] not in keywords:
@@ -539,6 +563,21 @@ class Converter:
                     "argument_missing", name=op.name, arg=param.name, example=example
                 )
         return values
+
+
+def _keyword(op: Op, key: str) -> str:
+    """A keyword as the entry names it: ``axis`` is ``dim``; vector_norm's ``ord`` is ``p``."""
+    if key == "axis":
+        return "dim"
+    if key == "ord" and op.param("ord") is None and op.param("p") is not None:
+        return "p"
+    return key
+
+
+def _tensor_item(node: ast.AST) -> bool:
+    """Whether a subscript's item is an index tensor (a name or a call: x[idx],
+    x[torch.arange(4), ys]) rather than an integer, slice or list written out."""
+    return isinstance(node, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))
 
 
 def _is_pair(node: Node) -> bool:

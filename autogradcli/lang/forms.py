@@ -6,6 +6,7 @@ the module (``sympy``, ``numpy``, ``torch``) as an argument and imports none of 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from autogradcli.lang.ops import (
     loss_shape,
     np_axes,
     reduce_shape,
+    same_shape,
     squeeze_shape,
     unsqueeze_shape,
 )
@@ -88,12 +90,17 @@ def _log(sp: ModuleType, np: ModuleType, a: ndarray) -> ndarray:
     return np.vectorize(sp.log, otypes=[object])(a)
 
 
-def softmax(sp: ModuleType, np: ModuleType, a: ndarray, dim: int) -> ndarray:
+def softmax(
+    sp: ModuleType, np: ModuleType, a: ndarray, dim: int, dtype: str | None = None
+) -> ndarray:
+    """exp(x_i) / sum_j exp(x_j) along ``dim`` (``dtype``: exact terms have none)."""
     e = _exp(sp, np, a)
     return e / np.sum(e, axis=np_axes(dim, a.ndim), keepdims=True)
 
 
-def log_softmax(sp: ModuleType, np: ModuleType, a: ndarray, dim: int) -> ndarray:
+def log_softmax(
+    sp: ModuleType, np: ModuleType, a: ndarray, dim: int, dtype: str | None = None
+) -> ndarray:
     e = _exp(sp, np, a)
     return a - _log(sp, np, objects(np, np.sum(e, axis=np_axes(dim, a.ndim), keepdims=True)))
 
@@ -109,16 +116,117 @@ def logsumexp(
     )
 
 
+def _over_axes(
+    np: ModuleType, a: ndarray, dim: Dims, keepdim: bool, combine: Callable[..., ndarray]
+) -> ndarray:
+    """``combine`` (a NumPy ufunc's ``reduce`` on object arrays) over the axes of ``dim``
+    (every axis when None or empty), as a reduction keeping or dropping them."""
+    if a.ndim == 0:
+        return objects(np, a)
+    axes = np_axes(dim, a.ndim) or tuple(range(a.ndim))
+    rest = [i for i in range(a.ndim) if i not in axes]
+    moved = np.transpose(a, [*rest, *axes]).reshape(*(a.shape[i] for i in rest), -1)
+    out = objects(np, combine(moved, axis=-1))
+    kept = tuple(1 if i in axes else n for i, n in enumerate(a.shape))
+    return out.reshape(kept) if keepdim else out
+
+
+def largest(sp: ModuleType, np: ModuleType, a: ndarray, dim: Dims, keepdim: bool) -> ndarray:
+    """amax: SymPy's Max over the dims (at a tie its derivative splits, as PyTorch's does)."""
+    return _over_axes(np, a, dim, keepdim, np.frompyfunc(sp.Max, 2, 1).reduce)
+
+
+def smallest(sp: ModuleType, np: ModuleType, a: ndarray, dim: Dims, keepdim: bool) -> ndarray:
+    return _over_axes(np, a, dim, keepdim, np.frompyfunc(sp.Min, 2, 1).reduce)
+
+
 def norm(
     sp: ModuleType,
     np: ModuleType,
     a: ndarray,
-    p: int | str = 2,
+    p: float = 2,
     dim: Dims = None,
     keepdim: bool = False,
 ) -> ndarray:
-    total = np.sum(a * a, axis=np_axes(dim, a.ndim), keepdims=keepdim and a.ndim > 0)
-    return np.vectorize(sp.sqrt, otypes=[object])(objects(np, total))
+    """``torch.linalg.vector_norm(a, p, dim)``: (sum |x|**p)**(1/p); p 0 counts the
+    non-zero elements, p ±inf is the largest (smallest) |x|."""
+    keep = keepdim and a.ndim > 0
+    axes = np_axes(dim, a.ndim)
+    if p == 2:
+        total = np.sum(a * a, axis=axes, keepdims=keep)
+        return np.vectorize(sp.sqrt, otypes=[object])(objects(np, total))
+    size = np.vectorize(sp.Abs, otypes=[object])(a)
+    if math.isinf(p):
+        return (largest if p > 0 else smallest)(sp, np, size, dim, keepdim)
+    if p == 0:
+        nonzero = np.vectorize(
+            lambda x: sp.Piecewise((1, sp.Ne(x, 0)), (0, True)), otypes=[object]
+        )(a)
+        return objects(np, np.sum(nonzero, axis=axes, keepdims=keep))
+    if p == 1:
+        return objects(np, np.sum(size, axis=axes, keepdims=keep))
+    power = sp.nsimplify(p)
+    total = np.sum(
+        np.vectorize(lambda x: x**power, otypes=[object])(size), axis=axes, keepdims=keep
+    )
+    return np.vectorize(lambda t: t ** (1 / power), otypes=[object])(objects(np, total))
+
+
+def linalg_norm(
+    sp: ModuleType,
+    np: ModuleType,
+    a: ndarray,
+    ord: float | str | None = None,
+    dim: Dims = None,
+    keepdim: bool = False,
+) -> ndarray:
+    """``torch.linalg.norm``: a vector norm, or with ``ord`` of a matrix (2-D, or two dims)
+    its matrix norm: 'fro', 1 / -1 (largest / smallest column sum of |x|), ±inf (rows)."""
+    if not matrix_norm(a.shape, ord, dim):
+        return norm(sp, np, a, 2 if ord is None or ord == "fro" else float(ord), dim, keepdim)
+    rows, cols = (-2, -1) if dim is None else dim
+    if ord == "fro":
+        return norm(sp, np, a, 2, (rows, cols), keepdim)
+    assert isinstance(ord, (int, float))
+    size = np.vectorize(sp.Abs, otypes=[object])(a)
+    summed, other = (rows, cols) if abs(ord) == 1 else (cols, rows)
+    sums = sum_of(sp, np, size, summed, True)
+    pick = largest if ord > 0 else smallest
+    out = pick(sp, np, sums, other, True)
+    if keepdim:
+        return out
+    return out.reshape(reduce_shape([a.shape], (rows, cols), False))
+
+
+def matrix_norm(shape: tuple[int, ...], ord: float | str | None, dim: Dims) -> bool:
+    """Whether ``torch.linalg.norm(x, ord, dim)`` is a matrix norm (else a vector norm)."""
+    if isinstance(dim, tuple) and len(dim) == 2:
+        return True
+    return ord is not None and dim is None and len(shape) == 2
+
+
+# The matrix norms SymPy can write (2, -2 and 'nuc' need singular values).
+MATRIX_ORDERS = ("fro", 1, -1, math.inf, -math.inf)
+
+
+def linalg_norm_shape(
+    shapes: list[tuple[int, ...]],
+    ord: float | str | None = None,
+    dim: Dims = None,
+    keepdim: bool = False,
+) -> tuple[int, ...]:
+    (shape,) = shapes
+    if ord is not None and dim is None and len(shape) not in (1, 2):
+        raise ShapeError("linalg_norm_dims", shape=list(shape))
+    if isinstance(dim, tuple) and len(dim) not in (1, 2):
+        raise ShapeError("linalg_norm_dims", shape=list(shape))
+    if matrix_norm(shape, ord, dim):
+        if ord is not None and ord not in MATRIX_ORDERS:
+            raise ShapeError("linalg_norm_order", ord=str(ord))
+        return reduce_shape(shapes, dim if dim is not None else (-2, -1), keepdim)
+    if ord == "fro" or ord == "nuc":
+        raise ShapeError("linalg_norm_order", ord=repr(ord))
+    return reduce_shape(shapes, dim, keepdim)
 
 
 def cat(sp: ModuleType, np: ModuleType, *arrays: ndarray, dim: int = 0) -> ndarray:
@@ -156,27 +264,66 @@ def _numbers(sp: ModuleType, np: ModuleType, target: ndarray, what: str) -> ndar
     return np.array(flat, dtype=float).reshape(np.shape(target))
 
 
-def _reduce_loss(sp: ModuleType, np: ModuleType, losses: ndarray, reduction: str) -> ndarray:
+def _reduce_loss(
+    sp: ModuleType, np: ModuleType, losses: ndarray, reduction: str, total: object = None
+) -> ndarray:
+    """The losses as ``reduction`` says; 'mean' divides by ``total`` (default: their count)."""
     if reduction == "none":
         return objects(np, losses)
     if reduction == "sum":
         return objects(np, np.sum(losses))
-    return objects(np, np.sum(losses) * sp.Rational(1, max(losses.size, 1)))
+    if total is None:
+        return objects(np, np.sum(losses) * sp.Rational(1, max(losses.size, 1)))
+    return objects(np, sp.sympify(np.sum(losses)) / total)
+
+
+def _class_dim(x: ndarray) -> int:
+    """PyTorch's class dim: 0 of an input (C,), else 1 of (N, C, d1, ...)."""
+    return 0 if x.ndim == 1 else 1
+
+
+def _rows(np: ModuleType, x: ndarray) -> ndarray:
+    """One row of classes per sample, in the order of the target's elements."""
+    return np.moveaxis(x, _class_dim(x), -1).reshape(-1, x.shape[_class_dim(x)])
 
 
 def _classes(
-    sp: ModuleType, np: ModuleType, x: ndarray, target: ndarray, log_probs: ndarray, what: str
-) -> ndarray:
-    """-log p of each sample's class: ``log_probs`` shaped like ``x``, ``target`` indices."""
+    sp: ModuleType,
+    np: ModuleType,
+    target: ndarray,
+    log_probs: ndarray,
+    what: str,
+    weight: ndarray | None = None,
+    ignore_index: int = -100,
+) -> tuple[ndarray, ndarray]:
+    """-w[t] log p[t] of each sample (0 where its target is ``ignore_index``), and the
+    weights w[t] (0 there): ``log_probs`` shaped like the input, ``target`` indices."""
     picks = _numbers(sp, np, target, what)
-    count = x.shape[-1]
-    rows = log_probs.reshape(-1, count)
-    losses = []
+    count = log_probs.shape[_class_dim(log_probs)]
+    rows = _rows(np, log_probs)
+    losses, weights = [], []
     for n, cls in enumerate(picks.reshape(-1)):
+        if cls == ignore_index:
+            losses.append(sp.Integer(0))
+            weights.append(sp.Integer(0))
+            continue
         if cls != int(cls) or not 0 <= cls < count:
             raise ShapeError("class_out_of_range", value=float(cls), classes=count)
-        losses.append(-rows[n, int(cls)])
-    return np.array(losses, dtype=object).reshape(picks.shape)
+        w = sp.Integer(1) if weight is None else weight[int(cls)]
+        losses.append(-w * rows[n, int(cls)])
+        weights.append(w)
+    shape = picks.shape
+    return (
+        np.array(losses, dtype=object).reshape(shape),
+        np.array(weights, dtype=object).reshape(shape),
+    )
+
+
+def _along_classes(np: ModuleType, x: ndarray, weight: ndarray) -> ndarray:
+    """``weight`` (C,) shaped to multiply ``x`` along its class dim."""
+    shape = [1] * x.ndim
+    shape[_class_dim(x)] = x.shape[_class_dim(x)]
+    return weight.reshape(shape)
 
 
 def cross_entropy(
@@ -184,44 +331,242 @@ def cross_entropy(
     np: ModuleType,
     x: ndarray,
     target: ndarray,
+    weight: ndarray | None = None,
     reduction: str = "mean",
+    ignore_index: int = -100,
     label_smoothing: float = 0.0,
 ) -> ndarray:
-    log_probs = log_softmax(sp, np, x, -1)
+    """PyTorch's cross_entropy (``cross_entropy_loss_prob_target`` and
+    ``cross_entropy_loss_label_smoothing`` in ATen's LossNLL.cpp), over the class dim."""
+    dim = _class_dim(x)
+    log_probs = log_softmax(sp, np, x, dim)
     smooth = sp.nsimplify(label_smoothing) if label_smoothing else 0
-    count = x.shape[-1]
+    count = x.shape[dim]
+    scale = 1 if weight is None else _along_classes(np, x, weight)
     if target.shape == x.shape:  # class probabilities
         t = target * (1 - smooth) + smooth * sp.Rational(1, count) if smooth else target
-        losses = -np.sum(t * log_probs, axis=-1)
-        if reduction == "mean":  # PyTorch divides by the batch size here
-            batch = x.shape[0] if x.ndim == 2 else 1
-            return objects(np, np.sum(losses) * sp.Rational(1, max(batch, 1)))
+        losses = -np.sum(t * log_probs * scale, axis=dim)
+        if reduction == "mean":  # PyTorch divides by the elements less the class dim
+            batch = max(x.size // max(count, 1), 1)
+            return objects(np, np.sum(losses) * sp.Rational(1, batch))
         return _reduce_loss(sp, np, np.asarray(losses, dtype=object), reduction)
-    losses = _classes(sp, np, x, target, log_probs, "cross_entropy's target of class indices")
-    if smooth:
-        uniform = -np.sum(log_probs, axis=-1) * sp.Rational(1, count)
-        losses = losses * (1 - smooth) + smooth * uniform
-    return _reduce_loss(sp, np, np.asarray(losses, dtype=object), reduction)
+    what = "cross_entropy's target of class indices"
+    losses, weights = _classes(sp, np, target, log_probs, what, weight, ignore_index)
+    total = np.sum(weights) if reduction == "mean" else None
+    out = _reduce_loss(sp, np, losses, reduction, total)
+    if not smooth:
+        return out
+    uniform = -np.sum(log_probs * scale, axis=dim)
+    kept = _numbers(sp, np, target, what) != ignore_index
+    uniform = np.where(kept, uniform, sp.Integer(0))
+    spread = _reduce_loss(sp, np, np.asarray(uniform, dtype=object), reduction, total)
+    return objects(np, out * (1 - smooth) + spread * (smooth * sp.Rational(1, count)))
 
 
 def nll_loss(
-    sp: ModuleType, np: ModuleType, x: ndarray, target: ndarray, reduction: str = "mean"
+    sp: ModuleType,
+    np: ModuleType,
+    x: ndarray,
+    target: ndarray,
+    weight: ndarray | None = None,
+    reduction: str = "mean",
+    ignore_index: int = -100,
 ) -> ndarray:
-    losses = _classes(sp, np, x, target, x, "nll_loss's target")
-    return _reduce_loss(sp, np, np.asarray(losses, dtype=object), reduction)
+    """-w[t] x[n, t] per sample; 'mean' divides by the sum of the weights taken."""
+    losses, weights = _classes(sp, np, target, x, "nll_loss's target", weight, ignore_index)
+    total = np.sum(weights) if reduction == "mean" else None
+    return _reduce_loss(sp, np, losses, reduction, total)
 
 
 def cross_entropy_torch(
     torch: ModuleType,
     x: torch_.Tensor,
     t: torch_.Tensor,
+    weight: torch_.Tensor | None = None,
     reduction: str = "mean",
+    ignore_index: int = -100,
     label_smoothing: float = 0.0,
 ) -> torch_.Tensor:
     indices = t.dim() == x.dim() - 1
     target = t.long() if indices else t
     f = torch.nn.functional.cross_entropy
-    return f(x, target, reduction=reduction, label_smoothing=label_smoothing)
+    return f(
+        x,
+        target,
+        weight=weight,
+        reduction=reduction,
+        ignore_index=ignore_index,
+        label_smoothing=label_smoothing,
+    )
+
+
+def nll_loss_torch(
+    torch: ModuleType,
+    x: torch_.Tensor,
+    t: torch_.Tensor,
+    weight: torch_.Tensor | None = None,
+    reduction: str = "mean",
+    ignore_index: int = -100,
+) -> torch_.Tensor:
+    f = torch.nn.functional.nll_loss
+    return f(x, t.long(), weight=weight, reduction=reduction, ignore_index=ignore_index)
+
+
+# --- the spellings of issue 26: rounded division, running sums, picks by integer indices --
+
+
+@functools.cache
+def _flat_floor(sp: ModuleType) -> type:
+    """SymPy's floor with the derivative PyTorch gives a rounded division: 0 (its jumps
+    aside, where it has none); named ``floor`` so the evaluator computes it as such."""
+
+    class floor(sp.floor):  # type: ignore[name-defined,misc]
+        def fdiff(self, argindex: int = 1) -> sympy.Expr:
+            return sp.S.Zero
+
+    return floor
+
+
+def rounded_div(
+    sp: ModuleType, a: sympy.Expr, b: sympy.Expr, rounding_mode: str = "floor"
+) -> sympy.Expr:
+    """``torch.div(a, b, rounding_mode=)``: a/b rounded down ('floor') or toward 0
+    ('trunc'); piecewise constant, so its derivative is 0 (PyTorch's too)."""
+    step = _flat_floor(sp)
+    q = a / b
+    if rounding_mode == "floor":
+        return step(q)
+    return sp.Piecewise((step(q), q >= 0), (-step(-q), True))
+
+
+def running(name: str) -> Callable[..., ndarray]:
+    """cumsum / cumprod along ``dim`` (NumPy's on the object array of terms)."""
+
+    def fold(
+        sp: ModuleType, np: ModuleType, a: ndarray, dim: int, dtype: str | None = None
+    ) -> ndarray:
+        if a.ndim == 0:
+            return objects(np, a)
+        return objects(np, getattr(np, name)(a, axis=axis(dim, a.ndim)))
+
+    return fold
+
+
+def inner(sp: ModuleType, np: ModuleType, a: ndarray, b: ndarray) -> ndarray:
+    """``torch.inner``: sums over the last dims (a number scales the other)."""
+    if a.ndim == 0 or b.ndim == 0:
+        return objects(np, a * b)
+    return objects(np, np.tensordot(a, b, axes=([-1], [-1])))
+
+
+def inner_shape(shapes: list[tuple[int, ...]], **_: object) -> tuple[int, ...]:
+    a, b = shapes
+    if not a or not b:
+        return a or b
+    if a[-1] != b[-1]:
+        raise ShapeError("inner_shapes", left=list(a), right=list(b))
+    return (*a[:-1], *b[:-1])
+
+
+def _indices(sp: ModuleType, np: ModuleType, index: ndarray, what: str) -> ndarray:
+    """An index tensor's numbers as integers (each must be a whole number)."""
+    found = _numbers(sp, np, index, what)
+    if (found != np.round(found)).any():
+        raise ShapeError("target_not_constant", what=what)
+    return found.astype(np.int64)
+
+
+def one_hot(sp: ModuleType, np: ModuleType, a: ndarray, num_classes: int = -1) -> ndarray:
+    """``F.one_hot``: 1 at each index, 0 elsewhere (constants: no derivative)."""
+    picks = _indices(sp, np, a, "one_hot's input")
+    out = np.full((*picks.shape, num_classes), sp.Integer(0), dtype=object)
+    for pos in np.ndindex(picks.shape):
+        k = int(picks[pos])
+        if not 0 <= k < num_classes:
+            raise ShapeError("class_out_of_range", value=float(k), classes=num_classes)
+        out[(*pos, k)] = sp.Integer(1)
+    return out
+
+
+def one_hot_shape(shapes: list[tuple[int, ...]], num_classes: int = -1) -> tuple[int, ...]:
+    if num_classes < 0:  # PyTorch counts the classes from the values, unknown here
+        raise ShapeError("one_hot_classes")
+    return (*shapes[0], num_classes)
+
+
+def gather(sp: ModuleType, np: ModuleType, a: ndarray, index: ndarray, dim: int) -> ndarray:
+    """``torch.gather(a, dim, index)``: out[i][j] = a[index[i][j]][j] (for dim 0)."""
+    picks = _indices(sp, np, index, "gather's index")
+    d = axis(dim, a.ndim)
+    out = np.empty(picks.shape, dtype=object)
+    for pos in np.ndindex(picks.shape):
+        k = int(picks[pos])
+        size = a.shape[d] if a.ndim else 1
+        if not -size <= k < size:
+            raise ShapeError("gather_index", value=k, size=size, dim=dim)
+        where = list(pos)
+        if a.ndim:
+            where[d] = k % size
+        out[pos] = a[tuple(where)]
+    return out
+
+
+def gather_shape(shapes: list[tuple[int, ...]], dim: int) -> tuple[int, ...]:
+    a, index = shapes
+    d = axis(dim, len(a))
+    if len(a) != len(index) or any(
+        n > m for i, (n, m) in enumerate(zip(index, a, strict=True)) if i != d
+    ):
+        raise ShapeError("gather_shapes", input=list(a), index=list(index), dim=dim)
+    return index
+
+
+def subscript(pattern: tuple[object, ...], tensors: list[object]) -> tuple[object, ...]:
+    """Python's subscript of ``value[items]`` with index tensors at the ``TENSOR`` places."""
+    given = iter(tensors)
+    items: list[object] = []
+    for item in pattern:
+        if item == TENSOR:
+            items.append(next(given))
+        elif isinstance(item, tuple):
+            items.append(list(item))
+        elif hasattr(item, "python"):
+            items.append(item.python())  # type: ignore[attr-defined]
+        else:
+            items.append(item)
+    return tuple(items)
+
+
+# The place of an index tensor in a ``take`` pattern (x[torch.arange(4), ys]).
+TENSOR = "#"
+
+
+def take(
+    sp: ModuleType, np: ModuleType, a: ndarray, *index: ndarray, pattern: tuple[object, ...]
+) -> ndarray:
+    """``a[..., index tensors, ...]``: NumPy's advanced indexing, PyTorch's rules."""
+    picks = [_indices(sp, np, i, "an index tensor") for i in index]
+    try:
+        return objects(np, a[subscript(pattern, picks)])
+    except IndexError as exc:
+        raise ShapeError("bad_index", shape=list(a.shape), detail=str(exc)) from None
+
+
+def take_shape(shapes: list[tuple[int, ...]], pattern: tuple[object, ...]) -> tuple[int, ...]:
+    import numpy as np
+
+    probe = np.broadcast_to(np.empty((), dtype=bool), shapes[0])
+    zeros = [np.zeros(s, dtype=np.int64) for s in shapes[1:]]
+    try:
+        return tuple(probe[subscript(pattern, zeros)].shape)
+    except IndexError as exc:
+        raise ShapeError("bad_index", shape=list(shapes[0]), detail=str(exc)) from None
+
+
+def take_torch(
+    torch: ModuleType, a: torch_.Tensor, *index: torch_.Tensor, pattern: tuple[object, ...]
+) -> torch_.Tensor:
+    return a[subscript(pattern, [i.long() for i in index])]
 
 
 # --- definitions through other operations (the reference side of losses and activations) --
@@ -372,6 +717,76 @@ def math_op(name: str, names: Names = Names(), *, kink: Kink = NO_KINK, note: st
 
 def operator(op: str) -> Callable[..., Node]:
     return lambda a, b: Binary(op, a, b)
+
+
+def scaled(op: str) -> Callable[..., Node]:
+    """add/sub with ``alpha``: ``a + alpha*b`` as PyTorch defines it."""
+
+    def build(a: Node, b: Node, alpha: float = 1.0) -> Node:
+        factor = Num(int(alpha) if float(alpha).is_integer() else alpha)
+        return Binary(op, a, b if alpha == 1 else Binary("*", factor, b))
+
+    return build
+
+
+def divided(a: Node, b: Node, rounding_mode: str | None = None) -> Node:
+    """div: ``a / b``, or the rounded division (``div_rounded``) with a rounding_mode."""
+    if rounding_mode is None:
+        return Binary("/", a, b)
+    return call("div_rounded", a, b, rounding_mode=rounding_mode)
+
+
+# dtype= of softmax, log_softmax, cumsum, ...: torch's floating dtypes, by attribute.
+DTYPES = ("float32", "float64", "float16", "bfloat16", "float", "double", "half")
+# memory_format= of clone: the layouts PyTorch names.
+MEMORY_FORMATS = ("preserve_format", "contiguous_format", "channels_last", "channels_last_3d")
+
+
+def torch_dtype(torch: ModuleType, name: str | None) -> torch_.dtype | None:
+    """``torch.float64`` from its name (None stays None)."""
+    return None if name is None else getattr(torch, name)
+
+
+def vector_norm_shape(
+    shapes: list[tuple[int, ...]], p: float | str = 2, dim: Dims = None, keepdim: bool = False
+) -> tuple[int, ...]:
+    if p == "nuc":  # the sum of singular values: no closed form for SymPy
+        raise ShapeError("linalg_norm_order", ord="'nuc'")
+    return reduce_shape(shapes, dim, keepdim)
+
+
+def extreme_of_dims(name: str, fold: Callable[..., ndarray]) -> Op:
+    """amax / amin: over one or several dims (all by default); ties share the gradient."""
+    return Op(
+        name,
+        torch=lambda torch, a, dim=(), keepdim=False: getattr(torch, name)(
+            a, dim=dim, keepdim=keepdim
+        ),
+        components=lambda sp, np, a, dim=(), keepdim=False: fold(sp, np, a, dim, keepdim),
+        shape=reduce_shape,
+        params=(Param("dim", "dims", ()), Param("keepdim", "bool", False)),
+        spelled=("bare", "torch", "Tensor", f"np.{name}"),
+        reduces=True,
+        kind="reduction",
+        kink=f"{name} is not differentiable at a tie (PyTorch shares the gradient evenly)",
+        kink_atoms=("Heaviside",),
+    )
+
+
+def running_op(name: str) -> Op:
+    """cumsum / cumprod along ``dim`` (``dtype=`` as PyTorch takes it)."""
+    return Op(
+        name,
+        torch=lambda torch, a, dim, dtype=None: getattr(torch, name)(
+            a, dim, dtype=torch_dtype(torch, dtype)
+        ),
+        components=running(name),
+        shape=same_shape,
+        params=(Param("dim", "int"), Param("dtype", "attr", None, DTYPES)),
+        spelled=("bare", "torch", "Tensor", f"np.{name}"),
+        kind="reduction",
+        reduces=True,
+    )
 
 
 def reduction(name: str, function: Callable[..., ndarray], dims: str = "dims") -> Op:

@@ -221,9 +221,15 @@ ENTRIES: tuple[Op, ...] = (
     ),
     Op(
         "clone",
-        torch=lambda torch, a: a.clone(),
-        sympy=lambda sp, a: a,
+        torch=lambda torch, a, memory_format=None: (
+            a.clone()
+            if memory_format is None
+            else a.clone(memory_format=getattr(torch, memory_format))
+        ),
+        sympy=lambda sp, a, memory_format=None: a,
+        params=(Param("memory_format", "attr", None, forms.MEMORY_FORMATS),),
         spelled=("bare", "torch", "Tensor"),
+        note="a copy in the graph (memory_format= changes the layout, not the values)",
     ),
     Op(
         "detach",

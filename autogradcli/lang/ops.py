@@ -79,6 +79,11 @@ class Op:
     reduces: bool = False
     kind: str = "elementwise"  # elementwise, reduction, structural, constant, detach
     aliases: tuple[str, ...] = field(default=())
+    # args[start:stop] are integer indices (class targets, gather's index): constants whose
+    # numbers the reference picks by; none by default (stop None: to the last argument)
+    indices: tuple[int, int | None] = (0, 0)
+    # PyTorch's positional order where a parameter sits between tensors: gather(x, dim, index)
+    order: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -289,19 +294,28 @@ def loss_shape(shapes: list[Shape], reduction: str = "mean", **_: Value) -> Shap
     return out if reduction == "none" else ()
 
 
+def without_classes(shape: Shape) -> Shape:
+    """A class input's shape without its class dim: (C,) -> (), (N, C, d1, ...) -> (N, d1, ...)."""
+    return shape[:0] if len(shape) == 1 else (*shape[:1], *shape[2:])
+
+
 def class_shape(shapes: list[Shape], reduction: str = "mean", **_: Value) -> Shape:
-    """cross_entropy/nll_loss: input (C,) or (N, C); target of class indices (N,) or of
-    class probabilities (N, C)."""
-    x, t = shapes
-    if len(x) not in (1, 2):
+    """cross_entropy/nll_loss: input (C,), (N, C) or (N, C, d1, ...); target of class
+    indices (input's shape without dim 1) or of class probabilities (input's shape);
+    ``weight`` (C,)."""
+    x, t, *weight = shapes
+    if not x:
         raise ShapeError("class_input", shape=list(x))
-    if t != x and t != x[:-1]:
+    if t != x and t != without_classes(x):
         raise ShapeError("class_target", input=list(x), target=list(t))
-    return x[:-1] if reduction == "none" else ()
+    classes = x[0] if len(x) == 1 else x[1]
+    if weight and weight[0] != (classes,):
+        raise ShapeError("class_weight", weight=list(weight[0]), classes=classes)
+    return without_classes(x) if reduction == "none" else ()
 
 
 def nll_shape(shapes: list[Shape], reduction: str = "mean", **_: Value) -> Shape:
-    x, t = shapes
-    if len(x) not in (1, 2) or t != x[:-1]:
+    x, t = shapes[:2]
+    if not x or t != without_classes(x):
         raise ShapeError("class_target", input=list(x), target=list(t))
-    return x[:-1] if reduction == "none" else ()
+    return class_shape(shapes, reduction)

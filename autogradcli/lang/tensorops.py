@@ -17,14 +17,16 @@ ENTRIES: tuple[Op, ...] = (
     # operators, as PyTorch's functions and methods write them
     Op(
         "add",
-        build=forms.operator("+"),
+        build=forms.scaled("+"),
         tensors=("input", "other"),
+        params=(Param("alpha", "float", 1.0),),
         spelled=("torch", "Tensor", "np"),
     ),
     Op(
         "sub",
-        build=forms.operator("-"),
+        build=forms.scaled("-"),
         tensors=("input", "other"),
+        params=(Param("alpha", "float", 1.0),),
         spelled=("torch", "Tensor", "torch.subtract", "Tensor.subtract", "np.subtract"),
     ),
     Op(
@@ -35,8 +37,9 @@ ENTRIES: tuple[Op, ...] = (
     ),
     Op(
         "div",
-        build=forms.operator("/"),
+        build=forms.divided,
         tensors=("input", "other"),
+        params=(Param("rounding_mode", "text", None, (None, "trunc", "floor")),),
         spelled=(
             "torch",
             "Tensor",
@@ -47,6 +50,18 @@ ENTRIES: tuple[Op, ...] = (
             "np.divide",
             "np.true_divide",
         ),
+    ),
+    Op(  # div(a, b, rounding_mode='floor' or 'trunc'), written as div
+        "div_rounded",
+        torch=lambda torch, a, b, rounding_mode="floor": torch.div(
+            a, b, rounding_mode=rounding_mode
+        ),
+        sympy=forms.rounded_div,
+        tensors=("input", "other"),
+        params=(Param("rounding_mode", "text", "floor", ("trunc", "floor")),),
+        spelled=(),  # torch.floor_divide has no derivative in PyTorch: not this entry
+        note="a/b rounded down ('floor') or toward 0 ('trunc'): its derivative is 0 "
+        "(PyTorch's too), undefined at each jump",
     ),
     Op(
         "pow",
@@ -80,20 +95,24 @@ ENTRIES: tuple[Op, ...] = (
     forms.extreme_op("min"),
     Op(
         "softmax",
-        torch=lambda torch, a, dim: torch.softmax(a, dim=dim),
+        torch=lambda torch, a, dim, dtype=None: torch.softmax(
+            a, dim=dim, dtype=forms.torch_dtype(torch, dtype)
+        ),
         components=forms.softmax,
         shape=ops.same_shape,
-        params=(Param("dim", "int"),),
+        params=(Param("dim", "int"), Param("dtype", "attr", None, forms.DTYPES)),
         spelled=("bare", "torch", "Tensor", "F"),
         reduces=True,
         kind="reduction",
     ),
     Op(
         "log_softmax",
-        torch=lambda torch, a, dim: torch.log_softmax(a, dim=dim),
+        torch=lambda torch, a, dim, dtype=None: torch.log_softmax(
+            a, dim=dim, dtype=forms.torch_dtype(torch, dtype)
+        ),
         components=forms.log_softmax,
         shape=ops.same_shape,
-        params=(Param("dim", "int"),),
+        params=(Param("dim", "int"), Param("dtype", "attr", None, forms.DTYPES)),
         spelled=("bare", "torch", "Tensor", "F"),
         reduces=True,
         kind="reduction",
@@ -111,30 +130,103 @@ ENTRIES: tuple[Op, ...] = (
     Op(
         "norm",
         torch=lambda torch, a, p=2, dim=None, keepdim=False: torch.linalg.vector_norm(
-            a, 2, dim=dim, keepdim=keepdim
+            a, 2 if p == "fro" else p, dim=dim, keepdim=keepdim
         ),
-        components=forms.norm,
-        shape=ops.reduce_shape,
+        components=lambda sp, np, a, p=2, dim=None, keepdim=False: forms.norm(
+            sp, np, a, 2 if p == "fro" else p, dim, keepdim
+        ),
+        shape=forms.vector_norm_shape,
         params=(
-            Param("p", "text", 2, (2, "fro")),
+            Param("p", "order", 2),
             Param("dim", "dims", None),
             Param("keepdim", "bool", False),
         ),
-        spelled=("bare", "torch", "Tensor", "torch.linalg.norm", "torch.linalg.vector_norm"),
-        note="the 2-norm of all elements (or along dim)",
+        spelled=("bare", "torch", "Tensor", "torch.linalg.vector_norm"),
+        note="the p-norm of all elements (or along dim): p 2 (default), 'fro', 1, 0, 3, "
+        "inf, -inf, negative (ord= for vector_norm)",
         kink="norm is not differentiable at the zero vector",
-        kink_atoms=("Heaviside",),
+        kink_atoms=("Heaviside", "sign"),
         reduces=True,
         kind="reduction",
     ),
+    Op(
+        "linalg_norm",
+        torch=lambda torch, a, ord=None, dim=None, keepdim=False: torch.linalg.norm(
+            a, ord, dim=dim, keepdim=keepdim
+        ),
+        components=forms.linalg_norm,
+        shape=forms.linalg_norm_shape,
+        params=(
+            Param("ord", "order", None),
+            Param("dim", "dims", None),
+            Param("keepdim", "bool", False),
+        ),
+        spelled=("torch.linalg.norm",),
+        note="a vector's norm, or with ord a matrix's: 'fro', 1, -1, inf, -inf",
+        kink="the norm is not differentiable at the zero vector, where an element is 0 "
+        "(ord 1 and inf) or at a tie",
+        kink_atoms=("Heaviside", "sign"),
+        reduces=True,
+        kind="reduction",
+    ),
+    forms.extreme_of_dims("amax", forms.largest),
+    forms.extreme_of_dims("amin", forms.smallest),
+    forms.running_op("cumsum"),
+    forms.running_op("cumprod"),
     Op(
         "dot",
         torch=lambda torch, a, b: torch.dot(a, b),
         components=lambda sp, np, a, b: forms.objects(np, np.dot(a, b)),
         shape=ops.dot_shape,
         tensors=("input", "other"),
-        spelled=("bare", "torch", "Tensor", "torch.inner", "Tensor.inner"),
+        spelled=("bare", "torch", "Tensor"),
         reduces=True,
+        kind="structural",
+    ),
+    Op(
+        "inner",
+        torch=lambda torch, a, b: torch.inner(a, b),
+        components=forms.inner,
+        shape=forms.inner_shape,
+        tensors=("input", "other"),
+        spelled=("bare", "torch", "Tensor", "np"),
+        note="sums over the last dims of both (two vectors: their dot product)",
+        reduces=True,
+        kind="structural",
+    ),
+    Op(
+        "gather",
+        torch=lambda torch, a, index, dim: torch.gather(a, dim, index.long()),
+        components=forms.gather,
+        shape=forms.gather_shape,
+        tensors=("input", "index"),
+        params=(Param("dim", "int"),),
+        order=("input", "dim", "index"),
+        spelled=("bare", "torch", "Tensor"),
+        note="out[i][j] = input[index[i][j]][j] (dim 0): index a constant of whole numbers",
+        indices=(1, 2),
+        kind="structural",
+    ),
+    Op(  # x[torch.arange(4), ys]: indexing with integer tensors, written only that way
+        "take",
+        torch=forms.take_torch,
+        components=forms.take,
+        shape=forms.take_shape,
+        params=(Param("pattern", "pattern"),),
+        spelled=(),
+        note="indexing with integer tensors (constants of whole numbers)",
+        indices=(1, None),
+        kind="structural",
+    ),
+    Op(
+        "one_hot",
+        torch=lambda torch, a, num_classes=-1: torch.nn.functional.one_hot(a.long(), num_classes),
+        components=forms.one_hot,
+        shape=forms.one_hot_shape,
+        params=(Param("num_classes", "int", -1),),
+        spelled=("F",),
+        note="1 at each class index, 0 elsewhere (integers: no gradient); give num_classes",
+        indices=(0, 1),
         kind="structural",
     ),
     # shapes
@@ -266,27 +358,35 @@ ENTRIES: tuple[Op, ...] = (
         torch=forms.cross_entropy_torch,
         components=forms.cross_entropy,
         shape=ops.class_shape,
-        tensors=("input", "target"),
+        tensors=("input", "target", "weight"),
+        optional=frozenset({"weight"}),
         params=(
             Param("reduction", "text", "mean", REDUCTION),
+            Param("ignore_index", "int", -100),
             Param("label_smoothing", "float", 0.0),
         ),
         spelled=("bare", "F"),
-        note="target: class indices (N,) or class probabilities (N, C)",
+        note="input (C), (N, C) or (N, C, d1, ...); target: class indices (the input's "
+        "shape without dim 1) or class probabilities (the input's shape); weight (C)",
+        indices=(1, 2),
         reduces=True,
         kind="structural",
     ),
     Op(
         "nll_loss",
-        torch=lambda torch, x, t, reduction="mean": torch.nn.functional.nll_loss(
-            x, t.long(), reduction=reduction
-        ),
+        torch=forms.nll_loss_torch,
         components=forms.nll_loss,
         shape=ops.nll_shape,
-        tensors=("input", "target"),
-        params=(Param("reduction", "text", "mean", REDUCTION),),
+        tensors=("input", "target", "weight"),
+        optional=frozenset({"weight"}),
+        params=(
+            Param("reduction", "text", "mean", REDUCTION),
+            Param("ignore_index", "int", -100),
+        ),
         spelled=("bare", "F"),
-        note="input: log-probabilities; target: class indices",
+        note="input: log-probabilities (C), (N, C) or (N, C, d1, ...); target: class "
+        "indices; weight (C)",
+        indices=(1, 2),
         reduces=True,
         kind="structural",
     ),

@@ -75,6 +75,12 @@ class _Text(Fold[str]):
         op = OPS.get(node.func)
         shown = [f"[{', '.join(args)}]"] if op is not None and op.sequence else list(args)
         given = node.options
+        if node.func == "take":  # x[torch.arange(4), ys]: the subscript it was written as
+            tensors = iter(args[1:])
+            items = [next(tensors) if i == "#" else _item(i) for i in given["pattern"]]
+            return self.index(Index(node.args[0], ()), args[0]).removesuffix("[]") + (
+                f"[{', '.join(items)}]"
+            )
         positional = True  # leading dims stay positional, as in sum(x, 0) or transpose(x, 0, 1)
         for param in op.params if op is not None else ():
             if param.name not in given:

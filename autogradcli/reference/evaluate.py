@@ -60,6 +60,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
     "Abs": (np.abs, "fabs"),
     "sign": (np.sign, "sign"),
     "erf": (np.vectorize(math.erf, otypes=[np.float64]), "erf"),
+    "floor": (np.floor, "floor"),  # a rounded division (div with rounding_mode)
 }
 RELATIONS: dict[type, Callable[[Any, Any], Any]] = {
     sp.StrictLessThan: np.less,
