@@ -95,3 +95,32 @@ def test_a_read_only_array_reaches_torch_without_a_warning():
         warnings.simplefilter("error")  # torch's "not writable" UserWarning would raise
         pinned = detached_values(program, {"x": value})
     assert pinned and value.tolist() == [1.0, -2.0]
+
+
+def test_a_large_matrix_is_its_shape_and_corners_with_the_worst_element_named():
+    import numpy as np
+
+    from autogradcli.render import FULL
+    from autogradcli.render.numbers import format_array, worst_at
+
+    weight = np.arange(64.0).reshape(4, 16)
+    assert str(format_array(weight)) == "shape [4, 16]\n[[0, ..., 15],\n ...,\n [48, ..., 63]]"
+    assert str(format_array(np.arange(9.0))) == "shape [9]\n[0, 1, ..., 7, 8]"
+    assert str(format_array(np.arange(8.0))) == "[0, 1, 2, 3, 4, 5, 6, 7]"  # small: whole
+    token = FULL.set(True)
+    try:
+        assert "63]]" in str(format_array(weight)) and "..." not in str(format_array(weight))
+    finally:
+        FULL.reset(token)
+    got = weight.copy()
+    got[2, 5] += 0.5
+    assert worst_at(got, weight, 0.5) == " at [2, 5]"
+    assert worst_at(got, weight, 0.0) == "" and worst_at(np.array(1.0), np.array(2.0), 1.0) == ""
+
+
+def test_the_report_of_a_4x16_weight_fits_in_a_few_lines():
+    run = cli("grad", "sum(W @ x)", "--W", "randn(4,16)", "--x", "randn(16)", "--seed", "0")
+    assert run.exit_code == 0
+    table = run.stdout.split("gradients")[1]
+    assert "shape [4, 16]" in table and "shape [16]" in table
+    assert len(table.splitlines()) < 30

@@ -19,8 +19,10 @@ from autogradcli.render.numbers import (
     indented,
     mark,
     shorten,
+    worst_at,
 )
 from autogradcli.results import Expectation, GradResult, Suggestion
+from autogradcli.results.grad import VariableResult
 
 
 def render(result: GradResult, style: Style = CLI) -> Group:
@@ -126,13 +128,18 @@ def _gradient_table(result: GradResult) -> Table:
                 check = Text.assemble(
                     mark(v.verdict), " SymPy\n", mark(v.numeric_verdict), " numeric"
                 )
-            cells += [_short(v.derivative or "—"), error_text(v.max_abs_error), check]
+            cells += [_short(v.derivative or "—"), _error_at(v), check]
             table.add_row(*cells)
         else:
             cells = [v.name, format_array(v.value), "None", "— (requires_grad=False)"]
             cells += ["—"] if numeric else []
             table.add_row(*cells, "—", "—", mark(None))
     return table
+
+
+def _error_at(v: VariableResult) -> str:
+    """The largest error of a variable's gradient and, for a tensor, where it is."""
+    return error_text(v.max_abs_error) + worst_at(v.grad, v.expected, v.max_abs_error)
 
 
 def _gradient_rows(result: GradResult) -> Group:
@@ -152,7 +159,7 @@ def _gradient_rows(result: GradResult) -> Group:
             rows.append(("numeric", format_array(v.numeric)))
         rows += [
             ("derivative (SymPy)", Text(_short(v.derivative or "—"))),
-            ("max abs error", Text(error_text(v.max_abs_error))),
+            ("max abs error", Text(_error_at(v))),
             ("check", mark(v.verdict)),
         ]
         if v.numeric_verdict is not None:

@@ -29,8 +29,13 @@ STYLES = {OK: "bold green", NEAR: "bold yellow", BAD: "bold red", UNSEEN: "bold 
 MARK_OF = {v: v.mark for v in Verdict}  # keyed by the verdict, or its text
 
 
+SUMMARISED = 8  # a tensor of more elements shows its shape and corners, unless --full
+
+
 def format_array(array: np.ndarray | None) -> Text:
-    """A number as ``93`` or ``4.5``; a tensor as nested rows, summarised when large.
+    """A number as ``93`` or ``4.5``; a tensor as nested rows; past ``SUMMARISED``
+    elements its shape and its corners (the first and last element of each row and
+    column; two from each end of a vector), unless ``--full``.
 
     A ``Text``, so that ``[nan, 1]`` is never read as Rich markup."""
     if array is None:
@@ -38,16 +43,29 @@ def format_array(array: np.ndarray | None) -> Text:
     array = np.asarray(array, dtype=np.float64)
     if array.ndim == 0:
         return Text(_number(float(array)))
-    return Text(
-        np.array2string(
-            array,
-            separator=", ",
-            formatter={"float_kind": _number},
-            threshold=100,
-            edgeitems=3,
-            max_line_width=60,
-        )
+    whole = FULL.get() or array.size <= SUMMARISED
+    text = np.array2string(
+        array,
+        separator=", ",
+        formatter={"float_kind": _number},
+        threshold=array.size if whole else SUMMARISED,
+        edgeitems=3 if whole else 1 if array.ndim > 1 else 2,
+        max_line_width=60,
     )
+    return Text(text if whole else f"shape {list(array.shape)}\n{text}")
+
+
+def worst_at(got: np.ndarray | None, expected: np.ndarray | None, error: float | None) -> str:
+    """`` at [i, j]``: the element of a tensor whose error is the largest checked one,
+    ``error`` (nothing for a number, or when that error is 0), so that a summarised tensor
+    still says which element to look at."""
+    if not error or got is None or expected is None or np.size(got) <= 1:
+        return ""
+    with np.errstate(all="ignore"):
+        diff = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(expected, dtype=np.float64))
+    distance = np.where(np.isnan(diff), np.inf, np.abs(diff - error))
+    index = np.unravel_index(int(np.argmin(distance)), distance.shape)
+    return f" at [{', '.join(str(int(i)) for i in index)}]"
 
 
 def _number(value: float) -> str:
