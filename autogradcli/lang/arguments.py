@@ -151,3 +151,32 @@ def param_value(param: Param, node: ast.AST, op: Op) -> Any:
             "bad_choice", name=op.name, param=param.name, text=ast.unparse(node), choices=choices
         )
     return value
+
+
+def keyword_name(op: Op, key: str) -> str:
+    """A keyword as the entry names it: ``axis`` is ``dim``; vector_norm's ``ord`` is ``p``."""
+    if key == "axis":
+        return "dim"
+    if key == "ord" and op.param("ord") is None and op.param("p") is not None:
+        return "p"
+    return key
+
+
+def tensor_item(node: ast.AST) -> bool:
+    """Whether a subscript's item is an index tensor (a name or a call: x[idx],
+    x[torch.arange(4), ys]) rather than an integer, slice or list written out."""
+    return isinstance(node, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))
+
+
+def modern_tensor(node: ast.Call) -> ast.Call:
+    """``torch.Tensor([1., 2.])``, PyTorch's legacy constructor, as ``torch.tensor`` of the
+    same float data; sizes (``torch.Tensor(2, 3)``, uninitialized memory) or whole numbers
+    (which torch.tensor would make integers) are refused."""
+    data = node.args[0] if len(node.args) == 1 and not node.keywords else None
+    floats = data is not None and any(
+        isinstance(n, ast.Constant) and isinstance(n.value, float) for n in ast.walk(data)
+    )
+    if not isinstance(data, (ast.List, ast.Tuple)) or not floats:
+        raise ExpressionError("legacy_tensor", text=ast.unparse(node))
+    func = ast.Attribute(ast.Name("torch", ast.Load()), "tensor", ast.Load())
+    return ast.copy_location(ast.Call(func, [data], []), node)

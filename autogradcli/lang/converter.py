@@ -24,10 +24,13 @@ from autogradcli.lang.arguments import (
     integer,
     integers,
     is_int,
+    keyword_name,
+    modern_tensor,
     param_value,
+    tensor_item,
 )
-from autogradcli.lang.forms import TENSOR
 from autogradcli.lang.ops import REQUIRED, Op
+from autogradcli.lang.picks import TENSOR
 from autogradcli.lang.tree import (
     COMPARISONS,
     Binary,
@@ -358,9 +361,9 @@ class Converter:
             return self.pair(node.value, picked == 0, depth, f"[{picked}]")
         value = self.convert(node.value, depth + 1)
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if any(_tensor_item(i) for i in items):  # x[torch.arange(4), ys]: integer tensors
-            tensors = [self.convert(i, depth + 1) for i in items if _tensor_item(i)]
-            pattern = tuple(TENSOR if _tensor_item(i) else self.item(i) for i in items)
+        if any(tensor_item(i) for i in items):  # x[torch.arange(4), ys]: integer tensors
+            tensors = [self.convert(i, depth + 1) for i in items if tensor_item(i)]
+            pattern = tuple(TENSOR if tensor_item(i) else self.item(i) for i in items)
             return Call("take", (value, *tensors), (("pattern", pattern),))
         return Index(value, tuple(self.item(i) for i in items))
 
@@ -408,8 +411,8 @@ class Converter:
         elif spelled is None:
             raise ExpressionError("call_not_plain", text=ast.unparse(node.func))
         short = spelled.split(".")[-1]
-        if spelled == "torch.Tensor" and receiver is None:
-            return self.legacy_tensor(node)
+        if spelled == "torch.Tensor" and receiver is None and self.lift is not None:
+            return self.lift(modern_tensor(node))  # PyTorch's legacy constructor
         if receiver is None and short in CONSTRUCTORS and spelled not in SPELLINGS:
             if self.lift is None:
                 raise ExpressionError("constructor_here", text=ast.unparse(node))
@@ -443,20 +446,6 @@ class Converter:
             raise ExpressionError("pair_result", text=ast.unparse(node), name=op.name)
         return found
 
-    def legacy_tensor(self, node: ast.Call) -> Node:
-        """``torch.Tensor([1., 2.])``, PyTorch's legacy constructor, as ``torch.tensor`` of
-        the same float data; sizes (``torch.Tensor(2, 3)``, uninitialized memory) or whole
-        numbers (which torch.tensor would make integers) are refused."""
-        data = node.args[0] if len(node.args) == 1 and not node.keywords else None
-        floats = data is not None and any(
-            isinstance(n, ast.Constant) and isinstance(n.value, float) for n in ast.walk(data)
-        )
-        if not isinstance(data, (ast.List, ast.Tuple)) or not floats or self.lift is None:
-            raise ExpressionError("legacy_tensor", text=ast.unparse(node))
-        func = ast.Attribute(ast.Name("torch", ast.Load()), "tensor", ast.Load())
-        modern = ast.copy_location(ast.Call(func, [data], []), node)
-        return self.lift(modern)
-
     def unknown(self, spelled: str, node: ast.Call) -> ExpressionError:
         short = spelled.split(".")[-1]
         if "." not in spelled:
@@ -484,7 +473,7 @@ class Converter:
         """The call's arguments matched to the entry's tensors and parameters, as PyTorch
         matches them (positions first, then names)."""
         example = example_call(op)
-        keywords = {_keyword(op, k): v for k, v in keywords.items()}
+        keywords = {keyword_name(op, k): v for k, v in keywords.items()}
         tensors: dict[str, ast.AST] = {}
         positional = list(args)
         if op.order and len(positional) > 1:  # gather(x, dim, index): by PyTorch's order
@@ -563,21 +552,6 @@ class Converter:
                     "argument_missing", name=op.name, arg=param.name, example=example
                 )
         return values
-
-
-def _keyword(op: Op, key: str) -> str:
-    """A keyword as the entry names it: ``axis`` is ``dim``; vector_norm's ``ord`` is ``p``."""
-    if key == "axis":
-        return "dim"
-    if key == "ord" and op.param("ord") is None and op.param("p") is not None:
-        return "p"
-    return key
-
-
-def _tensor_item(node: ast.AST) -> bool:
-    """Whether a subscript's item is an index tensor (a name or a call: x[idx],
-    x[torch.arange(4), ys]) rather than an integer, slice or list written out."""
-    return isinstance(node, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))
 
 
 def _is_pair(node: Node) -> bool:

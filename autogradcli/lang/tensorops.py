@@ -9,7 +9,7 @@ imports none of them and the parser can use it without loading them.
 
 from __future__ import annotations
 
-from autogradcli.lang import forms, ops
+from autogradcli.lang import forms, ops, picks
 from autogradcli.lang.ops import REDUCTION, Op, Param
 from autogradcli.lang.tree import Binary, Num, Unary, call
 
@@ -197,8 +197,8 @@ ENTRIES: tuple[Op, ...] = (
     Op(
         "gather",
         torch=lambda torch, a, index, dim: torch.gather(a, dim, index.long()),
-        components=forms.gather,
-        shape=forms.gather_shape,
+        components=picks.gather,
+        shape=picks.gather_shape,
         tensors=("input", "index"),
         params=(Param("dim", "int"),),
         order=("input", "dim", "index"),
@@ -209,9 +209,9 @@ ENTRIES: tuple[Op, ...] = (
     ),
     Op(  # x[torch.arange(4), ys]: indexing with integer tensors, written only that way
         "take",
-        torch=forms.take_torch,
-        components=forms.take,
-        shape=forms.take_shape,
+        torch=picks.take_torch,
+        components=picks.take,
+        shape=picks.take_shape,
         params=(Param("pattern", "pattern"),),
         spelled=(),
         note="indexing with integer tensors (constants of whole numbers)",
@@ -221,8 +221,8 @@ ENTRIES: tuple[Op, ...] = (
     Op(
         "one_hot",
         torch=lambda torch, a, num_classes=-1: torch.nn.functional.one_hot(a.long(), num_classes),
-        components=forms.one_hot,
-        shape=forms.one_hot_shape,
+        components=picks.one_hot,
+        shape=picks.one_hot_shape,
         params=(Param("num_classes", "int", -1),),
         spelled=("F",),
         note="1 at each class index, 0 elsewhere (integers: no gradient); give num_classes",
@@ -355,8 +355,8 @@ ENTRIES: tuple[Op, ...] = (
     ),
     Op(
         "cross_entropy",
-        torch=forms.cross_entropy_torch,
-        components=forms.cross_entropy,
+        torch=picks.cross_entropy_torch,
+        components=picks.cross_entropy,
         shape=ops.class_shape,
         tensors=("input", "target", "weight"),
         optional=frozenset({"weight"}),
@@ -374,8 +374,8 @@ ENTRIES: tuple[Op, ...] = (
     ),
     Op(
         "nll_loss",
-        torch=forms.nll_loss_torch,
-        components=forms.nll_loss,
+        torch=picks.nll_loss_torch,
+        components=picks.nll_loss,
         shape=ops.nll_shape,
         tensors=("input", "target", "weight"),
         optional=frozenset({"weight"}),
