@@ -32,6 +32,7 @@ from autogradcli.lang.tree import Program
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.notes import Note
 from autogradcli.progress import loading, stage
+from autogradcli.recursion import recursion_as_limit
 from autogradcli.results import CellResult, DerivativeResult, GradResult, Graph, Suggestion
 from autogradcli.settings import Limits, Settings, number
 
@@ -48,6 +49,7 @@ def split(
     return chosen, {**(values or {}), **keywords}
 
 
+@recursion_as_limit
 def grad(
     expression: str,
     values: Mapping[str, Any] | None = None,
@@ -179,6 +181,7 @@ def _with_suggestions(
     return replace(result, suggestions=(suggestion,))
 
 
+@recursion_as_limit
 def jacobian(
     expression: str,
     values: Mapping[str, Any] | None = None,
@@ -205,6 +208,7 @@ def jacobian(
     return run_jacobian(bound, rows)
 
 
+@recursion_as_limit
 def jvp(
     expression: str,
     values: Mapping[str, Any] | None = None,
@@ -245,6 +249,7 @@ def jvp(
     return run_jvp(bound, {n: vectors[n] for n in bound.names})
 
 
+@recursion_as_limit
 def hessian(
     expression: str,
     values: Mapping[str, Any] | None = None,
@@ -272,6 +277,7 @@ def hessian(
     return run_hessian(bound)
 
 
+@recursion_as_limit
 def derivative(
     expression: str,
     values: Mapping[str, Any] | None = None,
@@ -300,6 +306,7 @@ def derivative(
     return run_derivative(bound, order)
 
 
+@recursion_as_limit
 def backward_graph(
     expression: str,
     values: Mapping[str, Any] | None = None,

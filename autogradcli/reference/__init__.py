@@ -80,10 +80,10 @@ def sympy_model(
     """SymPy's model for the program: element-wise, or component-wise for tensor algebra
     (class indices among ``values`` taken as the numbers they are)."""
     from autogradcli.reference.components import ComponentModel
-    from autogradcli.reference.elementwise import SymbolicModel
+    from autogradcli.reference.elementwise import SymbolicModel, stepwise
 
     if is_elementwise(expression):
-        return SymbolicModel(expression, shapes, limits)
+        return SymbolicModel(expression, shapes, limits, stepwise=stepwise(expression))
     return ComponentModel(expression, shapes, limits, constants=known(expression, shapes, values))
 
 

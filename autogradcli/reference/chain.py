@@ -16,6 +16,7 @@ from autogradcli.reference.hooked import HookedModel
 from autogradcli.settings import Limits
 
 MAX_CHAIN_PATHS = 6
+MAX_CHAIN_STEPS = 32  # a longer program's chain rule is not written out, only said
 
 # how a step that no gradient flows through was made, by its operation
 _BLOCKED_BY = {
@@ -47,6 +48,8 @@ def chain_rule(
     for a plain expression."""
     if not expression.steps:
         return None
+    if len(expression.steps) > MAX_CHAIN_STEPS:
+        return _too_long(expression, name, latex)
     limits = limits or Limits()
     all_shapes = program_shapes(expression, shapes, limits)
     units = {s.name: s.node for s in expression.steps}
@@ -103,6 +106,15 @@ def chain_rule(
         return _all_blocked(expression.output, name, notes, latex)
     line = _written(paths, all_shapes, factor, expression.output, name, latex)
     return line + _blocked_note(notes, latex) if notes else line
+
+
+def _too_long(expression: Program, name: str, latex: bool) -> str:
+    """The line for a program too long to write its chain rule out."""
+    steps, output = len(expression.steps), expression.output
+    said = f"the chain rule over {steps} steps (more than {MAX_CHAIN_STEPS} are not written out)"
+    if latex:
+        return f"\\frac{{\\partial {output}}}{{\\partial {name}}}\\text{{: {said}}}"
+    return f"∂{output}/∂{name}: {said}"
 
 
 def _flowing_inputs(node: Node) -> tuple[list[str], dict[str, str]]:

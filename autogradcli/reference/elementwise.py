@@ -21,7 +21,7 @@ import sympy as sp
 from autogradcli.lang.analysis import calls, is_full_reduction
 from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Call, Name, Node, Program
+from autogradcli.lang.tree import Binary, Call, Name, Node, Program
 from autogradcli.lang.vocabulary import CONSTANTS, OPS, broadcast_all, kink_codes
 from autogradcli.reference.bounds import reference
 from autogradcli.reference.evaluate import Arith, close_floats, evaluate
@@ -38,6 +38,35 @@ from autogradcli.reference.terms import (
 )
 from autogradcli.settings import Limits
 
+# The derivative text of a step-wise model is written from the program substituted into
+# one expression only up to this many steps and this many nodes of SymPy's tree (a step
+# that uses the one before twice doubles it); past them it is not written (None).
+TEXT_STEPS = 32
+TEXT_NODES = 2_000
+
+
+def stepwise(expression: Program) -> bool:
+    """Whether SymPy's model of ``expression`` is made step by step: any program of
+    steps (the reference's numbers; the text is written from the substituted program)."""
+    return bool(expression.steps)
+
+
+def tree_size(expr: sp.Expr, limit: int) -> int:
+    """How many nodes SymPy's tree of ``expr`` has written out (shared subtrees counted
+    each time they appear), or ``limit + 1`` once it is past ``limit``; no recursion."""
+    sizes: dict[sp.Basic, int] = {}
+    stack: list[tuple[sp.Basic, bool]] = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        if node in sizes:
+            continue
+        if ready:
+            sizes[node] = min(limit + 1, 1 + sum(sizes[a] for a in node.args))
+            continue
+        stack.append((node, True))
+        stack.extend((a, False) for a in node.args if a not in sizes)
+    return sizes[expr]
+
 
 @dataclass
 class Block:
@@ -45,7 +74,9 @@ class Block:
 
     expr: sp.Expr
     shape: Shape
-    kind: str | None = None  # "sum" or "mean" for a reduction block, None for the output
+    # "sum" or "mean" for a reduction block, "step" for a program's step (a step-wise
+    # model), "detach" for a value held constant, None for the output
+    kind: str | None = None
 
 
 @dataclass
@@ -62,6 +93,14 @@ class _Pass:
     notes: dict[str, set[str]] = field(default_factory=dict)
 
 
+_CHAIN_GROUPS = {"+": "+", "-": "+", "*": "*", "/": "*"}
+
+
+def _link(node: Node, group: str) -> bool:
+    """Whether ``node`` is one more link of a chain of ``group`` (+ - or * /)."""
+    return isinstance(node, Binary) and _CHAIN_GROUPS.get(node.op) == group
+
+
 class _Terms(SympyTerms):
     """Names are the inputs' symbols, a step's terms (substituted), or a constant; a full
     sum or mean becomes a symbol of its own, a block of the model."""
@@ -75,6 +114,8 @@ class _Terms(SympyTerms):
         model = self.model
         if node.id in model.symbols:
             return model.symbols[node.id]
+        if node.id in model.step_symbols:  # a step-wise model: the step's own symbol
+            return model.step_symbols[node.id]
         step = model.expression.step(node.id)
         if step is not None:  # a program's steps are substituted
             if node.id not in self.steps:
@@ -82,12 +123,28 @@ class _Terms(SympyTerms):
             return self.steps[node.id]
         return getattr(sp, CONSTANTS[node.id][1])
 
+    def enter(self, node: Node) -> sp.Expr | object:
+        """A chain ``a + b - c + ...`` (or ``a * b / c * ...``) as one ``sp.Add`` (``sp.Mul``)
+        of its flattened terms: adding them one at a time re-sorts the sum each time
+        (quadratic in its length)."""
+        group = _CHAIN_GROUPS.get(node.op) if isinstance(node, Binary) else None
+        if group is None or not _link(node.left, group):  # type: ignore[union-attr]
+            return super().enter(node)
+        spine: list[Binary] = [node]  # type: ignore[list-item]
+        while _link(spine[-1].left, group):
+            spine.append(spine[-1].left)  # type: ignore[arg-type]
+        terms = [numeric(self.visit(spine[-1].left))]
+        for link in reversed(spine):
+            term = numeric(self.visit(link.right))
+            terms.append(term if link.op in ("+", "*") else -term if group == "+" else 1 / term)
+        return sp.Add(*terms) if group == "+" else sp.Mul(*terms)
+
     def call(self, node: Call, args: list[sp.Expr]) -> sp.Expr:
         detach = OPS[node.func].kind == "detach"
         if not is_full_reduction(node) and not detach:
             return super().call(node, args)
         model, arg = self.model, numeric(args[0])
-        # steps substituted: mean(y) of y = 2*x is mean(2*x)
+        # steps substituted: mean(y) of y = 2*x is mean(2*x) (step-wise: mean(y))
         plain = not model.expression.steps and not self._bound and not detach
         text = unparse(node.arg) if plain else str(arg)
         kind = "detach" if detach else node.func  # no_grad and inference_mode: detach
@@ -113,26 +170,47 @@ class _Terms(SympyTerms):
 
 
 class SymbolicModel:
-    """The expression in SymPy terms, split into elementwise blocks at each reduction."""
+    """The expression in SymPy terms, split into elementwise blocks at each reduction.
+
+    ``stepwise``: each step of a program is a block of its own, in terms of the symbols of
+    the steps it uses (the chain rule is applied step by step with numbers, each step's
+    value and partial derivatives computed once), instead of one expression with every
+    step substituted: the cost grows with the program, not with the size of its
+    substituted expression. Its derivative text is not written out (None)."""
 
     by = "SymPy"
 
     def __init__(
-        self, expression: Program, shapes: dict[str, Shape], limits: Limits | None = None
+        self,
+        expression: Program,
+        shapes: dict[str, Shape],
+        limits: Limits | None = None,
+        stepwise: bool = False,
     ) -> None:
         self.limits = limits or Limits()
         self.expression = expression
         self.shapes = program_shapes(expression, shapes, self.limits)
         self.symbols = {name: sp.Symbol(name, real=True) for name in expression.variables}
+        # blocks in the order they are made: every block after the blocks it uses
         self.reductions: dict[sp.Symbol, Block] = {}
         self.uses = calls(expression)
+        self.stepwise = stepwise and bool(expression.steps)
+        self.step_symbols: dict[str, sp.Symbol] = {}
         self._terms = _Terms(self)
+        if self.stepwise:
+            for step in expression.steps:  # in order: a step's inputs are made before it
+                expr = self._terms(step.node)
+                symbol = sp.Symbol(f"{step.name}", real=True)
+                self.reductions[symbol] = Block(expr, self.shapes[step.name], "step")
+                self.step_symbols[step.name] = symbol
         self.output = Block(
             self._build(expression.root), infer_shape(expression.root, self.shapes, self.limits)
         )
         self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
+        self._patterns: dict[tuple[sp.Expr, sp.Symbol], sp.Expr] = {}
         self._exact_zeros = False
         self._marked: set[tuple[int, sp.Expr, bytes]] = set()  # kink sites already marked
+        self._text_model: SymbolicModel | bool | None = False  # False: not made yet
         self._paths: dict[str, set[str]] = {}
 
     def _build(self, node: Node) -> sp.Expr:
@@ -146,13 +224,20 @@ class SymbolicModel:
 
     def for_program(self, expression: Program, shapes: dict[str, Shape]) -> SymbolicModel:
         """The same kind of model for another program (a cut of this one)."""
-        return SymbolicModel(expression, shapes, self.limits)
+        return SymbolicModel(expression, shapes, self.limits, self.stepwise)
 
     def derivative(self, block: Block, symbol: sp.Symbol) -> sp.Expr:
-        """SymPy's partial derivative of one block, cached."""
+        """SymPy's partial derivative of one block, cached; blocks that are the same up to
+        the names of their symbols (the steps of an unrolled loop) share one ``diff``."""
         key = (id(block), symbol)
         if key not in self._derivatives:
-            self._derivatives[key] = diff(block.expr, symbol)
+            free = sorted(block.expr.free_symbols | {symbol}, key=str)
+            canonical = {s: sp.Symbol(f"_{k}", **s.assumptions0) for k, s in enumerate(free)}
+            pattern = (block.expr.xreplace(canonical), canonical[symbol])
+            if pattern not in self._patterns:
+                self._patterns[pattern] = diff(*pattern)
+            back = {c: s for s, c in canonical.items()}
+            self._derivatives[key] = self._patterns[pattern].xreplace(back)
         return self._derivatives[key]
 
     def _unwrapped(self, name: str) -> tuple[sp.Expr, Block, sp.Symbol]:
@@ -166,12 +251,36 @@ class SymbolicModel:
         symbol = self.symbols[name]
         return scale * self.derivative(block, symbol), block, symbol
 
+    def substituted(self) -> SymbolicModel | None:
+        """The model that writes the derivative text: this one, or for a step-wise model
+        the program substituted into one expression (None past ``TEXT_STEPS`` steps or
+        ``TEXT_NODES`` nodes: too long to write out)."""
+        if not self.stepwise:
+            return self
+        if self._text_model is False:
+            made = None
+            if len(self.expression.steps) <= TEXT_STEPS:
+                made = SymbolicModel(self.expression, self.shapes, self.limits)
+                if tree_size(made.output.expr, TEXT_NODES) > TEXT_NODES:
+                    made = None
+            self._text_model = made
+        return self._text_model  # type: ignore[return-value]
+
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
         """The same derivative as LaTeX (SymPy's printer)."""
-        return sp.latex(self._unwrapped(name)[0])
+        model = self.substituted()
+        if model is None:
+            return None
+        return sp.latex(model._unwrapped(name)[0])
 
-    def derivative_text(self, name: str, weights_are_ones: bool = True) -> str:
-        """The elementwise derivative with respect to ``name``, outer sum/mean unwrapped."""
+    def derivative_text(self, name: str, weights_are_ones: bool = True) -> str | None:
+        """The elementwise derivative with respect to ``name``, outer sum/mean unwrapped
+        (None where the program is too long to write it out, see ``substituted``)."""
+        model = self.substituted()
+        if model is None:
+            return None
+        if model is not self:
+            return model.derivative_text(name, weights_are_ones)
         derivative, block, symbol = self._unwrapped(name)
         text = str(derivative)
         through = sorted(
@@ -267,14 +376,25 @@ class SymbolicModel:
                 grads[name] = arith.array(np.zeros(self.shapes[name]))
         return expected_from(arith, output, grads, kinks, notes, fresh=True)
 
+    def _under(self, expr: sp.Expr) -> set[sp.Symbol]:
+        """The blocks ``expr`` uses, directly or through other blocks (no recursion)."""
+        found: set[sp.Symbol] = set()
+        stack = [expr]
+        while stack:
+            for symbol in stack.pop().free_symbols:
+                if symbol in self.reductions and symbol not in found:
+                    found.add(symbol)
+                    stack.append(self.reductions[symbol].expr)
+        return found
+
     def _reduce_all(self, expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> None:
-        """Evaluate every reduction under ``expr``, innermost first, into ``env``."""
-        for symbol in expr.free_symbols:
-            if symbol in self.reductions and symbol not in env:
-                block = self.reductions[symbol]
-                self._reduce_all(block.expr, env, arith)
+        """Evaluate every block under ``expr`` (reductions, steps), innermost first, into
+        ``env``: in the order the blocks were made, each after those it uses."""
+        needed = self._under(expr)
+        for symbol, block in self.reductions.items():
+            if symbol in needed and symbol not in env:
                 inner = np.broadcast_to(evaluate(block.expr, env, arith), block.shape)
-                if block.kind == "detach":  # the values themselves, held constant
+                if block.kind in ("detach", "step"):  # the values themselves
                     env[symbol] = inner
                     continue
                 total = arith.total(inner)
@@ -284,8 +404,26 @@ class SymbolicModel:
 
     def _vjp(self, block: Block, upstream: np.ndarray, run: _Pass) -> None:
         """Add ``upstream``'s vector-Jacobian product through ``block`` to the pass's
-        ``grads`` (recursing into reductions); with its ``kinks``, also mark the inputs that
-        move a kink."""
+        ``grads``, on through the blocks it uses (reductions, steps) in reverse order of
+        making, each once with the sum of what reached it (no recursion); with its
+        ``kinks``, also mark the inputs that move a kink."""
+        pending: dict[sp.Symbol, Any] = {}
+        self._vjp_block(block, upstream, run, pending)
+        arith = run.arith
+        for symbol in reversed(list(self.reductions)):  # users before what they use
+            if symbol not in pending:
+                continue
+            inner, reached = self.reductions[symbol], pending.pop(symbol)
+            if inner.kind == "mean" and inner.shape:
+                reached = reached * arith.number(sp.Rational(1, math.prod(inner.shape)))
+            self._vjp_block(inner, np.broadcast_to(reached, inner.shape), run, pending)
+
+    def _vjp_block(
+        self, block: Block, upstream: np.ndarray, run: _Pass, pending: dict[sp.Symbol, Any]
+    ) -> None:
+        """One block of ``_vjp``: its inputs' gradients added to ``grads``, and what
+        reaches each block it uses added to ``pending`` (a step's elementwise, reduced to
+        its shape; a reduction's summed)."""
         env, arith, differentiate, kinks = run.env, run.arith, run.differentiate, run.kinks
         names = {s: n for n, s in self.symbols.items() if n in differentiate}
         zero = arith.number(sp.Integer(0))
@@ -319,11 +457,13 @@ class SymbolicModel:
                 _accumulate(run.grads, name, reduced, arith)
                 continue
             inner = self.reductions[symbol]
-            scale = arith.total(contribution)
-            if inner.kind == "mean" and inner.shape:
-                scale = scale * arith.number(sp.Rational(1, math.prod(inner.shape)))
-            spread = np.broadcast_to(scale, inner.shape)
-            self._vjp(inner, spread, run)
+            if inner.kind == "step":
+                arith.check_sum([contribution], inner.shape)
+                reached = reduce_to_shape(contribution, inner.shape, own=True)
+            else:
+                reached = arith.total(contribution)
+            pending.setdefault(symbol, None)
+            _accumulate(pending, symbol, reached, arith)
 
     def _movers(
         self, atom: sp.Expr, at: np.ndarray, shape: Shape, run: _Pass
@@ -364,7 +504,7 @@ def _owned(value: np.ndarray, env: dict[sp.Symbol, Any]) -> bool:
     )
 
 
-def _accumulate(grads: dict[str, Any], name: str, contribution: np.ndarray, arith: Arith) -> None:
+def _accumulate(grads: dict[Any, Any], name: Any, contribution: np.ndarray, arith: Arith) -> None:
     """``grads[name] += contribution`` (``contribution`` is an array of its own): in place.
     The first contribution is added to 0 as before (0 + -0.0 is 0.0), in its own array."""
     total = grads[name]
