@@ -442,6 +442,9 @@ Expander = Callable[..., Node]
 
 
 REGISTERED: dict[str, CustomFunction] = {}  # by entry name: the class each was read from
+# how PyTorch runs a Function's .apply: set by torchside.custom when the torch side loads
+# (the language never imports the torch side)
+RUNNER: dict[str, Callable[[CustomFunction, tuple[Any, ...], dict[str, Any]], Any]] = {}
 
 
 def outputs(fn: CustomFunction) -> int:
@@ -493,9 +496,7 @@ def _register(fn: CustomFunction, limits: Limits, output: int | None) -> None:
         return infer_shape(expand(*(Name(h) for h in holders)), holders, limits)
 
     def run_torch(torch: Any, *tensors: Any, **optional: Any) -> Any:
-        from autogradcli.torchside.custom import apply
-
-        found = apply(fn, tensors, optional)
+        found = RUNNER["apply"](fn, tensors, optional)
         return found if output is None else found[output]
 
     run_torch.key = fn.key  # type: ignore[attr-defined]

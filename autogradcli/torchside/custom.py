@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from autogradcli.lang.custom import CustomFunction, Method, run
+from autogradcli.lang.custom import RUNNER, CustomFunction, Method, run
 from autogradcli.lang.tree import Node
 from autogradcli.torchside import build
 
@@ -162,3 +162,6 @@ def apply(fn: CustomFunction, tensors: tuple[Any, ...], optional: dict[str, Any]
 # the last call of each Function with several outputs, by its arguments' identity:
 # ``a, b = NAME.apply(x)`` reads both outputs of one call, as Python does
 _LAST: dict[str, tuple[tuple[Any, ...], Any]] = {}
+
+
+RUNNER["apply"] = apply
