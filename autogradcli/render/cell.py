@@ -12,6 +12,7 @@ from rich.text import Text
 
 from autogradcli.messages import CLI, Style, cause_text, note_text
 from autogradcli.policy.verdict import AGREE, ROUNDING
+from autogradcli.render.custom import render_function
 from autogradcli.render.numbers import (
     MARK_OF,
     STYLES,
@@ -35,7 +36,13 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
     if result.seed is not None:
         header.append(f" · seed {result.seed}")
     parts: list[Any] = [header]
+    seen: set[str] = set()
     for number, event in enumerate(result.events, start=1):
+        if event.kind != "print" and event.statement in seen and _unchecked(event):
+            continue  # a loop's pass run without a check: counted in the summary below
+        seen.add(event.statement)
+        if event.printed is not None:  # what Python prints, then the numbers' checks
+            parts.append(Text(event.printed, no_wrap=True, overflow="ignore"))
         parts.append(_line(number, event))
         if event.grads:
             parts.append(_grads(event))
@@ -46,6 +53,9 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
         for g in event.grads:
             if g.verdict not in (None, AGREE) and g.cause is not None:
                 parts.append(Text(f"   {g.name}: {cause_text(g.cause)}", style="yellow"))
+    for check in result.functions:  # custom autograd Functions: the user's backward
+        parts += render_function(check)
+    parts += _loops(result)
     for note in result.notes:
         parts.append(Text(f"note: {note_text(note, style)}", style="yellow"))
     if result.error is None:
@@ -53,6 +63,35 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
     else:
         parts.append(Text("the cell stopped here, as Python would:", style="bold red"))
     return Group(*parts)
+
+
+def _unchecked(event: CellEvent) -> bool:
+    return event.check is None and all(g.verdict is None for g in event.grads)
+
+
+def _loops(result: CellResult) -> list[Text]:
+    """Each backward() a loop ran: how many passes, which were checked, the worst error,
+    and its target (the loss) from the first pass to the last."""
+    lines: list[Text] = []
+    texts = [e.statement for e in result.events if e.kind == "backward"]
+    for text in dict.fromkeys(texts):
+        passes = [e for e in result.events if e.kind == "backward" and e.statement == text]
+        if len(passes) < 2:
+            continue
+        checked = [k for k, e in enumerate(passes, start=1) if not _unchecked(e)]
+        errors = [g.max_abs_error for e in passes for g in e.grads if g.max_abs_error is not None]
+        line = Text(f"{text} ran {len(passes)} times; passes checked against SymPy: ")
+        line.append(", ".join(str(k) for k in checked) or "none")
+        if len(checked) < len(passes):
+            line.append(f" (the other {len(passes) - len(checked)} ran unchecked)")
+        if errors:
+            line.append(f"; worst abs error {max(errors):.3g}")
+        first, last = passes[0].target, passes[-1].target
+        if first is not None and last is not None:
+            trend = "down" if last < first else "not down"
+            line.append(f"; target {first:.6g} → {last:.6g} ({trend})")
+        lines.append(line)
+    return lines
 
 
 def _line(number: int, event: CellEvent) -> Text:
@@ -130,6 +169,12 @@ def _verdict(result: CellResult) -> Text:
             style=STYLES[MARK_OF[ROUNDING]],
         )
     failing = [f"[{k}]" for k, e in enumerate(result.events, start=1) if e.verdict == "disagree"]
+    wrong = [f.name for f in result.functions if f.verdict == "disagree"]
+    if wrong and not failing:  # only a custom Function's own backward is wrong
+        return Text(
+            f"{MARK_OF['disagree']} the backward of {', '.join(wrong)} fails its check",
+            style="bold red",
+        )
     return Text(
         f"{MARK_OF['disagree']} autograd and SymPy disagree at line {', '.join(failing)}",
         style="bold red",

@@ -28,6 +28,7 @@ from autogradcli.results.base import (
     plain,
     strict,
 )
+from autogradcli.results.custom import FunctionCheck
 from autogradcli.results.grad import GradResult
 
 
@@ -90,6 +91,8 @@ class CellEvent(Frozen):
     grads: tuple[LeafGrad, ...] = ()
     shown: tuple[Shown, ...] = ()
     check: GradResult | None = None  # this backward() alone, from fresh leaves
+    target: float | None = None  # a loop's repeated backward(): its one-element target
+    printed: str | None = None  # a print Python formats: the line Python prints
 
     @property
     def verdict(self) -> Verdict | None:
@@ -105,6 +108,8 @@ class CellEvent(Frozen):
             "shown": [s.to_dict() for s in self.shown],
             "check": None if self.check is None else self.check.to_dict(style),
             "verdict": self.verdict,
+            **({} if self.target is None else {"target": self.target}),
+            **({} if self.printed is None else {"printed": self.printed}),
         }
 
 
@@ -124,10 +129,11 @@ class CellResult(Judged):
     error: AutogradCliError | None = None  # the error that stopped the cell
     rounding_bound: float = 0.0
     strict: bool = False
+    functions: tuple[FunctionCheck, ...] = ()  # each custom autograd Function's own check
 
     @property
     def verdict(self) -> Verdict:
-        return worst(e.verdict for e in self.events)
+        return worst([*(e.verdict for e in self.events), *(f.verdict for f in self.functions)])
 
     @property
     def agree(self) -> bool:
@@ -171,6 +177,7 @@ class CellResult(Judged):
                 "stopped": error,
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
+                **({"functions": [f.to_dict() for f in self.functions]} if self.functions else {}),
                 **self.verdict_fields(),
             }
         )
