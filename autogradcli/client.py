@@ -220,11 +220,10 @@ class Question:
         return 2
 
     def _aborted(self) -> int:
-        """Ctrl-C and the worker did not finish in time: what it printed, then Click's
-        ``Aborted!`` (exit 1), as in this process."""
+        """Ctrl-C and the worker did not finish in time: what it printed, then exit 130
+        with nothing more, as a command stopped by Ctrl-C in this process ends."""
         self._release()
-        _write(2, b"Aborted!\n")
-        return 1
+        return INTERRUPTED
 
 
 class _Replay(io.RawIOBase):
@@ -306,6 +305,26 @@ def start_worker(env: Mapping[str, str]) -> bool:
     return True
 
 
+INTERRUPTED = 130  # Ctrl-C, as a shell reports a program stopped by SIGINT
+BROKEN_PIPE = 141  # standard output closed early (| head), as the app exits
+
+
+def _control(action: str, env: Mapping[str, str]) -> int:
+    """``worker status``/``stop``: its lines, and the app's exit codes when they cannot be
+    written (a closed pipe: 141 quietly; a full disk: one ``Error:`` line, 2)."""
+    try:
+        code = wire.control(action, env, print)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        return BROKEN_PIPE
+    except OSError as exc:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.stderr.write(f"Error: cannot write the output: {exc.strerror or exc}\n")
+        return 2
+    return code
+
+
 def main() -> None:
     """Console-script entry point (``autograd-cli``, ``python -m autogradcli``)."""
     args = sys.argv[1:]
@@ -314,7 +333,7 @@ def main() -> None:
         print(f"autograd-cli {autogradcli.__version__}")
         sys.exit(0)
     if args[:1] == ["worker"] and args[1:] in ([], *([a] for a in wire.ACTIONS)):
-        sys.exit(wire.control(args[1] if args[1:] else "status", env, print))
+        sys.exit(_control(args[1] if args[1:] else "status", env))
     use = not (
         wire.disabled(env)
         or not wire.supported()

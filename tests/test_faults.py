@@ -701,3 +701,35 @@ def test_the_skip_past_a_long_line_stops_at_the_total():
         list(lines(io.BufferedReader(raw), max_bytes=100, max_total=1 << 20))
     assert caught.value.code == "file_too_large"
     assert raw.given < 2 << 20  # stopped a chunk past the total, not never
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "stderr"),
+    [
+        (BrokenPipeError(errno.EPIPE, "Broken pipe"), 141, ""),
+        (OSError(errno.ENOSPC, "No space left on device"), 2,
+         "Error: cannot write the output: No space left on device\n"),
+    ],
+)  # fmt: skip
+def test_worker_status_that_cannot_be_written_ends_as_the_app_does(
+    error, code, stderr, monkeypatch, capfd
+):
+    from autogradcli import client
+    from autogradcli.worker import wire
+
+    def control(action, env, echo):
+        raise error
+
+    monkeypatch.setattr(wire, "control", control)
+    monkeypatch.setattr(os, "dup2", lambda *a: None)  # keep pytest's own stdout
+    assert client._control("status", {}) == code
+    assert capfd.readouterr().err == stderr
+
+
+def test_a_question_the_worker_cannot_finish_after_ctrl_c_exits_130_quietly(capfd):
+    from autogradcli import client
+
+    question = client.Question.__new__(client.Question)
+    question._release = lambda: None  # type: ignore[method-assign]
+    assert question._aborted() == 130
+    assert capfd.readouterr().err == ""
