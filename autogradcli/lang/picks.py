@@ -6,6 +6,7 @@ takes the module (``sympy``, ``numpy``, ``torch``) as an argument and imports no
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from autogradcli.errors import ShapeError
@@ -216,18 +217,23 @@ def gather(sp: ModuleType, np: ModuleType, a: ndarray, index: ndarray, dim: int)
         size = a.shape[d] if a.ndim else 1
         if not -size <= k < size:
             raise ShapeError("gather_index", value=k, size=size, dim=dim)
-        where = list(pos)
+        where = list(pos) or [0] * a.ndim  # a 0-d index of a 1-d input
         if a.ndim:
             where[d] = k % size
-        out[pos] = a[tuple(where)]
+        out[pos] = a[tuple(where)] if a.ndim else a[()]
     return out
 
 
 def gather_shape(shapes: list[tuple[int, ...]], dim: int) -> tuple[int, ...]:
+    """The index's shape: as many dims as the input (a number counts as one), no larger in
+    the others; an index of no elements takes any shape, as in PyTorch."""
     a, index = shapes
     d = axis(dim, len(a))
-    if len(a) != len(index) or any(
-        n > m for i, (n, m) in enumerate(zip(index, a, strict=True)) if i != d
+    if math.prod(index) == 0:
+        return index
+    wide, deep = a or (1,), index or (1,)
+    if len(wide) != len(deep) or any(
+        n > m for i, (n, m) in enumerate(zip(deep, wide, strict=True)) if i != d
     ):
         raise ShapeError("gather_shapes", input=list(a), index=list(index), dim=dim)
     return index

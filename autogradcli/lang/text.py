@@ -75,6 +75,10 @@ class _Text(Fold[str]):
         op = OPS.get(node.func)
         shown = [f"[{', '.join(args)}]"] if op is not None and op.sequence else list(args)
         given = node.options
+        if op is not None and op.order:  # gather(x, 1, i): PyTorch's positional order
+            named = dict(zip(op.tensors, args, strict=False))
+            named.update({p: _param(given[p]) for p in op.order if p in given})
+            return f"{node.func}({', '.join(named[n] for n in op.order if n in named)})"
         if node.func == "take":  # x[torch.arange(4), ys]: the subscript it was written as
             tensors = iter(args[1:])
             items = [next(tensors) if i == "#" else _item(i) for i in given["pattern"]]
