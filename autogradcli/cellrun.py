@@ -12,6 +12,7 @@ import numpy as np
 
 from autogradcli.bind import Bound
 from autogradcli.errors import AutogradCliError
+from autogradcli.lang.cellstatements import Printed
 from autogradcli.lang.program import active_hooks
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Backward, Name, Node, Program, Rebuild, Reset, Show
@@ -19,11 +20,14 @@ from autogradcli.notes import Note
 from autogradcli.pipeline import GradRequest, run_grad, steps_of
 from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import AGREE, DISAGREE, rounding_relative, settle
+from autogradcli.reference import Model
 from autogradcli.reference.choice import choose
+from autogradcli.reference.expected import Expected
 from autogradcli.results import CellEvent, CellResult, LeafGrad, Shown
 from autogradcli.torchside.cell import TorchEvent
 from autogradcli.torchside.cell import run_cell as torch_cell
 from autogradcli.verify.cell import Ledger, backwards, needed, requires_grad
+from autogradcli.verify.custom import check_cell
 
 
 def run_cell(bound: Bound) -> CellResult:
@@ -34,12 +38,13 @@ def run_cell(bound: Bound) -> CellResult:
     relative = rounding_relative(
         settings.dtype, steps_of(bound) + backwards(bound.program.statements)
     )
-    ledger = Ledger(rtol, atol, relative)
+    ledger = Ledger(rtol, atol, relative, shapes=dict(bound.shapes))
     events: list[CellEvent] = []
     error = ran.error
+    repeats = _Repeats(bound)
     for event in ran.events:
         try:
-            events.append(_event(bound, event, ledger, ran.seen))
+            events.append(_event(bound, event, ledger, ran.seen, repeats))
         except AutogradCliError as failure:  # SymPy's side of this line cannot be had
             error = failure
             break
@@ -55,6 +60,7 @@ def run_cell(bound: Bound) -> CellResult:
         error=error,
         rounding_bound=relative,
         strict=settings.strict,
+        functions=check_cell(bound, ran.seen),  # custom autograd Functions: the user's backward
     )
 
 
@@ -64,24 +70,114 @@ def _hook_notes(events: list[CellEvent]) -> list[Note]:
     return [n for c in checks for n in c.notes if n.code == "hooks"]
 
 
+# a backward() of one form run this many times (a loop's): its first and last passes are
+# checked by grad's whole pipeline, the passes between run unchecked (said in the output)
+REPEATED = 10
+
+
+class _Repeats:
+    """The cell's repeated forms: a backward() target (or printed expression) written
+    out through its steps, how often it occurs, and the SymPy model built once for it."""
+
+    def __init__(self, bound: Bound) -> None:
+        self.steps = {s.name: s.node for s in bound.program.steps}
+        self.counts: dict[str, int] = {}
+        self.left: dict[str, int] = {}  # the passes of each form still to come
+        self.models: dict[str, tuple[Model, tuple[str, ...]]] = {}  # a print's, built once
+        self.keys: dict[int, str] = {}
+        for statement in bound.program.statements:
+            if isinstance(statement, Backward) and statement.gradient is None:
+                key = self.key(statement.target)
+                self.keys[id(statement)] = key
+                self.counts[key] = self.counts.get(key, 0) + 1
+
+    def key(self, node: Node) -> str:
+        return unparse(_Inline(self.steps)(node))
+
+    def repeated(self, statement: Backward) -> str | None:
+        key = self.keys.get(id(statement))
+        return key if key is not None and self.counts[key] >= REPEATED else None
+
+
+class _Inline(Rebuild):
+    """A tree with each step written out (the same form whatever the steps are named)."""
+
+    def __init__(self, steps: dict[str, Node]) -> None:
+        super().__init__()
+        self.steps = steps
+
+    def name(self, node: Name) -> Node:
+        found = self.steps.get(node.id)
+        return node if found is None else _Inline(self.steps)(found)
+
+
 def _event(
-    bound: Bound, event: TorchEvent, ledger: Ledger, seen: dict[str, np.ndarray]
+    bound: Bound,
+    event: TorchEvent,
+    ledger: Ledger,
+    seen: dict[str, np.ndarray],
+    repeats: _Repeats,
 ) -> CellEvent:
     statement = event.statement
+    values = {**seen, **event.current}  # the leaves as they are at this line
     if isinstance(statement, Backward):
+        key = repeats.repeated(statement)
+        if key is not None:
+            repeats.left[key] = repeats.left.get(key, repeats.counts[key]) - 1
+            first, last = key not in repeats.models, repeats.left[key] == 0
+            if not (first or last):  # a loop's pass between its first and its last
+                ledger.skip(_reached(bound, statement))
+                grads = _leaves(bound, event, ledger)
+                return CellEvent("backward", statement.text, grads, target=_number(event.target))
+            repeats.models.setdefault(key, (None, ()))  # type: ignore[arg-type]
         check = run_grad(_one_backward(bound, statement, event), GradRequest())
         ledger.add(check)
         grads = _leaves(bound, event, ledger, derivative=True)
-        return CellEvent("backward", statement.text, grads, check=check)
+        return CellEvent(
+            "backward", statement.text, grads, check=check, target=_number(event.target)
+        )
     if isinstance(statement, Reset):
         ledger.reset(statement.name, statement.to)
         return CellEvent("reset", statement.text, _leaves(bound, event, ledger))
     assert isinstance(statement, Show)
+    formats = statement.formats if isinstance(statement, Printed) else ("",) * len(event.shown)
     shown = tuple(
-        _shown(bound, item, value, event, ledger, seen)
-        for item, value in zip(statement.items, event.shown, strict=True)
+        _shown(bound, item, value, event, ledger, values, repeats)
+        if how != "text"
+        else Shown(str(item), value)
+        for item, value, how in zip(statement.items, event.shown, formats, strict=True)
     )
-    return CellEvent("print", statement.text, shown=shown)
+    return CellEvent("print", statement.text, shown=shown, printed=event.printed)
+
+
+def _reached(bound: Bound, statement: Backward) -> set[str]:
+    """The differentiated leaves a backward() target reads."""
+    steps = {s.name: s.node for s in bound.program.steps}
+    kept = needed(statement.target, None, steps)
+    used = {n for s in kept for n in _names(steps[s])} | set(_names(statement.target))
+    return {n for n in bound.program.variables if n in used and n in bound.differentiate}
+
+
+def _evaluate(
+    model: Model, values: dict[str, np.ndarray], differentiate: frozenset[str]
+) -> Expected:
+    """The model at a pass's values in float64 with an error bound on every element (as the
+    reference evaluates past 256 elements); precise where a bound is too wide."""
+    from autogradcli.reference.bounds import Checked
+    from autogradcli.reference.elementwise import SymbolicModel
+    from autogradcli.reference.evaluate import Untrusted
+
+    if isinstance(model, SymbolicModel):
+        try:
+            return model.evaluate(values, np.ones(()), differentiate, arith=Checked())
+        except Untrusted:
+            pass
+    return model.evaluate(values, np.ones(()), differentiate)
+
+
+def _number(value: np.ndarray | None) -> float | None:
+    """A one-element target as a number (a loss), else None."""
+    return float(value.reshape(())) if value is not None and value.size == 1 else None
 
 
 def _leaves(
@@ -114,10 +210,11 @@ def _one_backward(bound: Bound, statement: Backward, event: TorchEvent) -> Bound
         hooks=hooks,
     )
     assert event.target is not None
+    arrays = {**bound.arrays, **event.current}  # a parameter updated in place: its values now
     return replace(
         bound,
         program=sub,
-        arrays={n: bound.arrays[n] for n in variables},
+        arrays={n: arrays[n] for n in variables},
         out_shape=event.target.shape,
         weights=event.gradient,
         differentiate=frozenset(n for n in variables if n in bound.differentiate),
@@ -151,10 +248,13 @@ def _shown(
     event: TorchEvent,
     ledger: Ledger,
     seen: dict[str, np.ndarray],
+    repeats: _Repeats,
 ) -> Shown:
     """One printed item with what SymPy (or the program's own structure) expects."""
     if isinstance(item, str):
         return Shown(item, value)
+    if isinstance(value, float | int | list):  # t.item(), t.tolist(): Python's numbers
+        value = np.asarray(value, dtype=np.float64)
     if isinstance(item, Name) and "." in item.id:
         return _attribute(bound, item.id, value, event, ledger)
     program = bound.program
@@ -179,8 +279,13 @@ def _shown(
         steps=tuple(s for s in program.steps if s.name in kept),
     )
     values = {n: values[n] for n in inputs}
-    reference = choose(sub, shapes, bound.limits, values, None, frozenset())
-    want = reference.expected.output
+    key = "print:" + repeats.key(rebuilt)
+    if key in repeats.models:  # a loop's print: the same expression at this pass's values
+        want = _evaluate(repeats.models[key][0], values, frozenset()).output
+    else:
+        reference = choose(sub, shapes, bound.limits, values, None, frozenset())
+        repeats.models[key] = (reference.model, inputs)
+        want = reference.expected.output
     if isinstance(value, np.ndarray) and value.dtype == bool:
         want = np.asarray(want, dtype=bool)
     return Shown(_written(bound, item), value, want, _same(value, want, bound, ledger))

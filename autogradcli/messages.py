@@ -559,8 +559,8 @@ ERRORS: dict[str, str] = {
     "cell's loops together; run fewer iterations",
     "cell_lines_cap": "the cell runs more than {cap} lines (its loops unrolled), at '{text}'; "
     "run fewer iterations or fewer lines in the loop",
-    "if_not_number": "'if {text}:' reads a tensor; a cell's 'if' takes Python numbers (such as "
-    "'t % 100 == 99'); put tensor-dependent control flow in a def called later",
+    "if_not_number": "'if {text}:' reads a tensor, which this tool does not follow yet; a "
+    "cell's 'if' takes Python numbers (such as 'if t % 100 == 99:')",
     "python_number_raised": "'{text}': Python raises {error} here",
     "device_keyword": "device={text}: write device=torch.device(\"cpu\"), device=\"cpu\" or a "
     "name bound to one of them",

@@ -464,7 +464,11 @@ event = obj(
         "shown": {"type": "array", "items": shown},
         "check": {"anyOf": [{"type": "null"}, grad_document]},
         "verdict": {"$ref": "#/$defs/verdict_or_null"},
-    }
+        # a loop's backward(): its one-element target; a print Python formats: its line
+        "target": {"type": "number"},
+        "printed": {"type": "string"},
+    },
+    required=["kind", "statement", "grads", "shown", "check", "verdict"],
 )
 cell_head = {k: v for k, v in HEAD.items() if k != "expected_by"}
 cell = {

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Any
 
 from autogradcli.errors import ExpressionError
+from autogradcli.lang.cellstatements import Update
 from autogradcli.lang.converter import BINARY_OPS
 from autogradcli.lang.syntax import (
     statement_text,
@@ -44,6 +46,7 @@ class InPlaceLines:
     free: list[str]
     hooked: set[str]
     leaves: dict[str, Leaf]
+    statements: list[Any]
     steps: list[Step]
     written: Callable[[ast.AST], str]
 
@@ -61,6 +64,13 @@ class InPlaceLines:
         op = AUGMENTED[type(stmt.op)]
         method = IN_PLACE_OPERATORS.get(op)
         in_place = method is not None and self.is_tensor(written)
+        leaf = self.leaves.get(self.current.get(written, ""))
+        if in_place and no_grad == "no_grad" and leaf is not None and leaf.requires_grad:
+            # p -= lr * p.grad under no_grad: the parameter itself changes, as in PyTorch
+            assert method is not None
+            operand = self.expression(stmt.value, readable=True)
+            self.statements.append(Update(leaf.name, method, operand, self.written(stmt)))
+            return None
         if in_place:
             self.allow_in_place(written, statement_text(stmt), no_grad)
         node = Binary(op, self.expression(ast.Name(written)), self.expression(stmt.value))

@@ -19,12 +19,15 @@ from dataclasses import dataclass, field
 
 from autogradcli.errors import ExpressionError
 from autogradcli.lang.analysis import check_constants
+from autogradcli.lang.cellstatements import DeviceUse, Printed
 from autogradcli.lang.converter import CONSTRUCTORS, NAMESPACES, Converter, module_of
+from autogradcli.lang.customlines import CustomLines
 from autogradcli.lang.guards import Guard as Guard
 from autogradcli.lang.guards import PythonSemantics, literal
 from autogradcli.lang.hooks import HookLines, as_lambda
 from autogradcli.lang.hooks import active_hooks as active_hooks
 from autogradcli.lang.inplace import InPlaceLines
+from autogradcli.lang.loops import unroll
 from autogradcli.lang.names import Renames
 from autogradcli.lang.syntax import (
     fresh_name,
@@ -92,7 +95,7 @@ _STATEMENTS: dict[type, str] = {
 
 
 @dataclass
-class _Builder(InPlaceLines, HookLines, Renames):
+class _Builder(InPlaceLines, HookLines, Renames, CustomLines):
     """Reads a cell line by line: names to their current step, leaves, and statements."""
 
     text: str
@@ -120,10 +123,17 @@ class _Builder(InPlaceLines, HookLines, Renames):
     mode: str = ""  # the grad mode of the line being read
     line_text: str = ""
     lifts: dict[int, Name] = field(default_factory=dict)  # a constructor lifted once
+    counters: dict[str, int] = field(default_factory=dict)  # the last k of written_k
+    segments: dict[tuple[int | None, ...], str] = field(default_factory=dict)
 
     def written(self, stmt: ast.AST) -> str:
         """The line as the cell writes it (its spacing kept), for showing."""
-        return (source_segment(self.text, stmt) or statement_text(stmt)).strip()
+        key = tuple(getattr(stmt, a, None) for a in ("lineno", "col_offset", "end_lineno"))
+        key += (getattr(stmt, "end_col_offset", None),)
+        if key not in self.segments:  # a loop's lines are read once per iteration
+            segment = source_segment(self.text, stmt) or statement_text(stmt)
+            self.segments[key] = segment.strip()
+        return self.segments[key]
 
     # --- names -------------------------------------------------------------------------
 
@@ -132,10 +142,12 @@ class _Builder(InPlaceLines, HookLines, Renames):
         ``written_2``, ``written_3``, ... (never a name the text uses)."""
         name, k = written, 1
         if written in self.current or written in self.free or written in self.taken:
-            k, name = 2, f"{written}_2"
+            k = self.counters.get(written, 1) + 1  # a loop binds a name thousands of times
+            name = f"{written}_{k}"
             while name in self.taken or name in self.idents:
                 k += 1
                 name = f"{written}_{k}"
+            self.counters[written] = k
         self.taken.add(name)
         self.names[name] = written
         return name
@@ -166,6 +178,7 @@ class _Builder(InPlaceLines, HookLines, Renames):
         return Converter(self.limits, self.namespaces, self.lift, readable)
 
     def expression(self, node: ast.AST, readable: bool = False) -> Node:
+        node = self.custom_calls(node)  # NAME.apply(x), P3(x): a custom Function's entry
         for part in ast.walk(node):
             called = part.func if isinstance(part, ast.Call) else None
             if isinstance(called, ast.Name) and called.id in self.functions:
@@ -225,6 +238,8 @@ class _Builder(InPlaceLines, HookLines, Renames):
             self.guards = []
 
     def read_line(self, stmt: ast.stmt, last: bool, no_grad: str = "") -> None:
+        if self.custom_line(stmt):  # class NAME(torch.autograd.Function), P3 = NAME.apply
+            return
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             self.imports(stmt)
         elif isinstance(stmt, ast.Assign):
@@ -409,19 +424,64 @@ class _Builder(InPlaceLines, HookLines, Renames):
         self.require_grad(owner.id, flag, statement_text(stmt))
 
     def show(self, args: list[ast.expr], keywords: list[ast.keyword], stmt: ast.Expr) -> None:
+        """``print(...)``: names and expressions; ``t.item()``, ``t.tolist()``, Python
+        numbers and f-strings of those are shown as Python prints them."""
         used = set(self.used)
         items: list[Node | str] = []
+        formats: list[str] = []
+        sep = " "
+        if len(args) == 1 and isinstance(args[0], ast.JoinedStr):
+            sep = ""
+            args = self.formatted(args[0], stmt)
         for arg in args:
+            number = literal(arg)
+            method = method_of(arg)
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 items.append(arg.value)
+                formats.append("text")
+            elif number is not None or (isinstance(arg, ast.Constant) and arg.value is None):
+                items.append(str(number if number is not None else arg.value))
+                formats.append("text")
             elif isinstance(arg, ast.JoinedStr):
                 raise ExpressionError("print_format", text=statement_text(stmt))
+            elif method in ("item", "tolist") and not arg.args and not arg.keywords:  # type: ignore[attr-defined]
+                owner = arg.func.value  # type: ignore[attr-defined]
+                items.append(self.expression(owner, readable=True))
+                formats.append(method)
             else:
                 items.append(self.expression(arg, readable=True))
+                formats.append("")
         if any(k.arg not in ("sep", "end", "flush") for k in keywords):
             raise ExpressionError("print_format", text=statement_text(stmt))
-        self.statements.append(Show(tuple(items), self.written(stmt)))
+        for keyword in keywords:
+            if keyword.arg == "sep":
+                if not (
+                    isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str)
+                ):
+                    raise ExpressionError("print_format", text=statement_text(stmt))
+                sep = keyword.value.value
+        plain = sep == " " and all(
+            f == "" or (f == "text" and _is_written_text(a))
+            for f, a in zip(formats, args, strict=True)
+        )
+        if plain:  # as before: each item beside what SymPy expects
+            self.statements.append(Show(tuple(items), self.written(stmt)))
+        else:
+            self.statements.append(Printed(tuple(items), self.written(stmt), tuple(formats), sep))
         self.used = used  # showing a tensor builds nothing on it
+
+    def formatted(self, text: ast.JoinedStr, stmt: ast.Expr) -> list[ast.expr]:
+        """An f-string's parts: its text, and each ``{expression}`` without a format spec
+        or conversion (only known expressions are formatted)."""
+        parts: list[ast.expr] = []
+        for value in text.values:
+            if isinstance(value, ast.FormattedValue):
+                if value.format_spec is not None or value.conversion not in (-1, 115):
+                    raise ExpressionError("print_format", text=statement_text(stmt))
+                parts.append(value.value)
+            else:
+                parts.append(value)
+        return parts
 
     def manual_seed(self, node: ast.Call) -> None:
         if len(node.args) != 1 or node.keywords:
@@ -527,7 +587,15 @@ def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()
 
 def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Program:
     module = module_of(text, limits, caret_power=not cell)
-    return _Builder(text, limits, given, cell=cell).build(module)
+    builder = _Builder(text, limits, given, cell=cell)
+    if cell:  # Python's numbers, loops and ifs around the tensors, read first
+        module, devices = unroll(module)
+        builder.statements += [DeviceUse(d) for d in sorted(devices)]  # type: ignore[misc]
+    return builder.build(module)
+
+
+def _is_written_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _looks_like_cell(module: ast.Module) -> bool:

@@ -42,13 +42,15 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
             continue  # a loop's pass run without a check: counted in the summary below
         seen.add(event.statement)
         if event.printed is not None:  # what Python prints, then the numbers' checks
-            parts.append(Text(event.printed, no_wrap=True, overflow="ignore"))
+            parts.append(Text(event.printed, overflow="fold"))  # folded, never cut
         parts.append(_line(number, event))
         if event.grads:
             parts.append(_grads(event))
         if event.check is not None:
             parts += [_hook(h) for h in event.check.hooks]
         for item in event.shown:
+            if event.printed is not None and item.verdict is None:
+                continue  # the printed line above has it as Python wrote it
             parts.append(_shown(item.text, item.value, item.expected, item.verdict))
         for g in event.grads:
             if g.verdict not in (None, AGREE) and g.cause is not None:

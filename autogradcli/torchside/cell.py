@@ -22,6 +22,7 @@ from autogradcli.errors import (
     VariableError,
 )
 from autogradcli.footprint import check_run
+from autogradcli.lang.cellstatements import DeviceUse, Printed, Update
 from autogradcli.lang.program import Guard
 from autogradcli.lang.tree import (
     Backward,
@@ -54,6 +55,8 @@ class TorchEvent:
     target: np.ndarray | None = None
     gradient: np.ndarray | None = None
     shown: list[Any] = field(default_factory=list)
+    current: dict[str, np.ndarray] = field(default_factory=dict)  # leaves updated in place
+    printed: str | None = None  # what Python prints for a Printed line
 
 
 @dataclass
@@ -84,9 +87,19 @@ def run_cell(bound: Bound) -> CellRun:
     events: list[TorchEvent] = []
     run = CellRun(events, str(session.device), session.seen)
     handles: dict[str, list[Any]] = {}
+    updated: set[str] = set()
+
+    def current() -> dict[str, np.ndarray]:
+        return {n: to_numpy(leaves[n].detach()) for n in updated}
+
     for statement in bound.program.statements:
         try:
-            if isinstance(statement, Step):
+            if isinstance(statement, Update):
+                _update(statement, leaves, value)
+                updated.add(statement.name)
+            elif isinstance(statement, DeviceUse):
+                _device(statement, session.device)
+            elif isinstance(statement, Step):
                 stepper.step(statement)
             elif isinstance(statement, Hook):
                 tensors = {**leaves, **stepper.steps}
@@ -99,12 +112,17 @@ def run_cell(bound: Bound) -> CellRun:
                 _guard(statement, value)
             elif isinstance(statement, Backward):
                 events.append(_backward(statement, value, bound, leaves, stepper.changes))
+                events[-1].current = current()
             elif isinstance(statement, Reset):
                 _reset(leaves[statement.name], statement)
                 events.append(TorchEvent(statement, _grads(bound, leaves)))
+            elif isinstance(statement, Printed):
+                events.append(_printed(statement, bound, leaves, stepper.steps, value))
+                events[-1].current = current()
             elif isinstance(statement, Show):
                 shown = [_read(item, leaves, stepper.steps, value) for item in statement.items]
                 events.append(TorchEvent(statement, _grads(bound, leaves), shown=shown))
+                events[-1].current = current()
         except AutogradCliError as error:
             run.error = _at_line(error, statement)
             break
@@ -130,6 +148,77 @@ def _backward(
         to_numpy(target),
         None if gradient is None else to_numpy(gradient),
     )
+
+
+def _update(statement: Update, leaves: dict[str, torch.Tensor], value: Any) -> None:
+    """``p -= lr * p.grad`` under no_grad: PyTorch's in-place method on the leaf itself."""
+    extra = _grad_values(statement.operand, leaves)
+    with torch.no_grad():
+        operand = value(statement.operand, extra)
+        try:
+            getattr(leaves[statement.name], statement.method)(operand)
+        except RuntimeError as exc:
+            raise TorchError(str(exc), in_cell=True) from None
+
+
+def _device(statement: DeviceUse, device: torch.device) -> None:
+    """A constructor's ``device=`` must name the device this run uses."""
+    try:
+        named = torch.device(statement.device)
+    except RuntimeError:
+        raise ExpressionError("device_named", device=statement.device, run=str(device)) from None
+    if named.type != device.type or (named.index is not None and named != device):
+        raise ExpressionError("device_named", device=statement.device, run=str(device))
+
+
+def _printed(
+    statement: Printed,
+    bound: Bound,
+    leaves: dict[str, torch.Tensor],
+    steps: dict[str, torch.Tensor],
+    value: Any,
+) -> TorchEvent:
+    """A print Python formats: each item as Python formats it (``t.item()`` a float,
+    ``t.tolist()`` a list, a tensor as PyTorch prints it), joined by ``sep``."""
+    shown: list[Any] = []
+    parts: list[str] = []
+    for item, how in zip(statement.items, statement.formats, strict=True):
+        if isinstance(item, str):
+            shown.append(item)
+            parts.append(item)
+            continue
+        tensor = value(item, _grad_values(item, leaves))
+        if how == "item":
+            if tensor.numel() != 1:
+                raise TorchError(
+                    f"a Tensor with {tensor.numel()} elements cannot be converted to Scalar",
+                    in_cell=True,
+                )
+            number = tensor.item()
+            shown.append(number)
+            parts.append(str(number))
+        elif how == "tolist":
+            listed = tensor.tolist()
+            shown.append(listed)
+            parts.append(str(listed))
+        else:
+            shown.append(_read(item, leaves, steps, value))
+            parts.append(str(tensor))
+    printed = statement.sep.join(parts)
+    return TorchEvent(statement, _grads(bound, leaves), shown=shown, printed=printed)
+
+
+def _grad_values(node: Node, leaves: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``x.grad`` read in an expression: the leaf's gradient now (None is an error)."""
+    extra: dict[str, torch.Tensor] = {}
+    for name in walk_names(node):
+        if ATTRIBUTE in name:
+            owner = name.split(ATTRIBUTE)[0]
+            grad = leaves[owner].grad if owner in leaves else None
+            if grad is None:
+                raise VariableError("grad_none_used", name=owner)
+            extra[name] = grad
+    return extra
 
 
 def _guard(guard: Guard, value: Any) -> None:

@@ -1,0 +1,39 @@
+"""Statements a cell's loops and updates add to the builder's: a parameter changed in
+place under ``torch.no_grad()``, a ``print`` that shows what Python prints, and a
+device a constructor names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autogradcli.lang.tree import Node, Show
+
+
+@dataclass(frozen=True)
+class Update:
+    """``p -= lr * p.grad`` under ``torch.no_grad()`` on a leaf that requires grad: the
+    leaf itself changes in place (``method``, e.g. ``sub_``, with ``operand``), as
+    PyTorch changes it; later lines read the new values."""
+
+    name: str
+    method: str
+    operand: Node
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Printed(Show):
+    """A ``print`` whose items Python formats: ``formats`` per item ("" a tensor as
+    PyTorch prints it, "item" ``t.item()``, "tolist" ``t.tolist()``, "text" a string or a
+    Python number as written), joined by ``sep`` (an f-string's parts by "")."""
+
+    formats: tuple[str, ...] = ()
+    sep: str = " "
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    """A device a constructor names (``device=device``): it must be the run's."""
+
+    device: str
+    text: str = ""

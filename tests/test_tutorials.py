@@ -1,0 +1,167 @@
+"""PyTorch's "Learning PyTorch with Examples" (Tensors and autograd) as written: Python
+numbers, dtypes and devices bound to names, ``for t in range(...)``, ``if`` on Python
+numbers, the parameter update under ``torch.no_grad()``, ``.item()`` and f-strings in
+``print``; each printed line equal to what PyTorch prints for the same cell and seed."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+import torch
+
+import autogradcli as ag
+from autogradcli.errors import AutogradCliError
+from autogradcli.lang.cellstatements import Printed, Update
+from autogradcli.lang.parser import parse_program
+from autogradcli.lang.tree import Backward
+from autogradcli.messages import error_text
+from autogradcli.settings import Limits
+from tests.conftest import cli
+
+TUTORIAL = Path(__file__).parent.parent / "docs" / "examples" / "tutorial_tensors_autograd.py"
+TEXT = TUTORIAL.read_text()
+# the same program with 20 passes (a print every 10): the tests' runs stay quick
+SHORT = TEXT.replace("range(2000)", "range(20)").replace("t % 100 == 99", "t % 10 == 9")
+
+
+def python_prints(text: str, seed: int) -> list[str]:
+    """The lines real PyTorch prints running ``text`` (test-owned text) after manual_seed."""
+    torch.manual_seed(seed)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(text, "tutorial", "exec"), {})  # the test's own file, not user input
+    return out.getvalue().splitlines()
+
+
+def test_the_verbatim_file_is_read_as_python_runs_it() -> None:
+    program = parse_program(TEXT, Limits())
+    statements = program.statements
+    assert sum(isinstance(s, Backward) for s in statements) == 2000
+    assert sum(isinstance(s, Update) for s in statements) == 4 * 2000
+    printed = [s for s in statements if isinstance(s, Printed)]
+    assert len(printed) == 20 + 1  # t = 99, 199, ..., 1999, and the result line
+    assert printed[0].items[0] == "99" and printed[0].formats == ("text", "item")
+    assert printed[-1].sep == "" and printed[-1].formats[1] == "item"
+
+
+def test_short_tutorial_prints_what_pytorch_prints() -> None:
+    result = ag.grad(SHORT, seed=0)
+    assert result.error is None
+    printed = [e.printed for e in result.events if e.kind == "print"]
+    assert printed == python_prints(SHORT, 0)
+    shown = [s for e in result.events for s in e.shown if s.verdict is not None]
+    assert len(shown) == 2 + 4  # loss.item() twice, a..d .item() in the f-string
+    assert all(s.verdict == "agree" for s in shown)
+
+
+def test_loop_passes_first_and_last_checked_the_rest_said() -> None:
+    result = ag.grad(SHORT, seed=0)
+    passes = [e for e in result.events if e.kind == "backward"]
+    assert len(passes) == 20
+    checked = [k for k, e in enumerate(passes) if e.check is not None]
+    assert checked == [0, 19]
+    assert all(g.verdict is None and g.expected is None for g in passes[5].grads)
+    first = passes[0]
+    assert first.check is not None and first.verdict == "agree"
+    assert {g.name for g in first.grads} == {"a", "b", "c", "d"}
+    assert passes[-1].target is not None and passes[0].target is not None
+    assert passes[-1].target < passes[0].target  # the loss goes down
+
+
+def test_cli_runs_the_file_and_shows_the_summary(tmp_path: Path) -> None:
+    path = tmp_path / "cell.py"
+    path.write_text(SHORT)
+    run = cli("grad", f"@{path}", "--seed", "0")
+    assert run.exit_code == 1  # the last pass's float32 cancellation (see the docs)
+    unfolded = run.stdout.replace("\n", "")  # a line past the width is folded, never cut
+    for line in python_prints(SHORT, 0):
+        assert line in unfolded
+    assert (
+        "loss.backward() ran 20 times; passes checked against SymPy: 1, 20 "
+        "(the other 18 ran unchecked)" in run.stdout.replace("\n", " ")
+    )
+
+
+def test_the_update_changes_the_leaf_as_pytorch_does() -> None:
+    text = (
+        "import torch\n"
+        "w = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "lr = 0.1\n"
+        "for step in range(3):\n"
+        "    loss = (w * w).sum()\n"
+        "    loss.backward()\n"
+        "    with torch.no_grad():\n"
+        "        w -= lr * w.grad\n"
+        "    w.grad.zero_()\n"
+        "print(w.tolist())\n"
+        "print(f'w = {w.sum().item()}')\n"
+    )
+    result = ag.grad(text)
+    assert result.error is None
+    printed = [e.printed for e in result.events if e.kind == "print"]
+    assert printed == python_prints(text, 0)
+    assert all(e.verdict in ("agree", None) for e in result.events)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "for t in [1, 2]:\n    y = a * t\n    y.backward()\n",
+            "'for t in [1, 2]:' is not a loop this tool runs; write 'for NAME in range(N):' "
+            "with N a number known before the loop (no break, continue or else)",
+        ),
+        (
+            "for t in range(n):\n    y = a * 2\n    y.backward()\n",
+            "'for t in range(n):': range() needs whole numbers known before the loop runs "
+            "(literals, or names bound to them), e.g. 'for t in range(2000):'",
+        ),
+        (
+            "for t in range(200001):\n    y = a * 2\n    y.backward()\n",
+            "'for t in range(200001):' runs 200001 iterations; the cap is 100000 for all of a "
+            "cell's loops together; run fewer iterations",
+        ),
+        (
+            "y = a * 2\nif y > 0:\n    y.backward()\n",
+            "'if y > 0:' reads a tensor, which this tool does not follow yet; a cell's 'if' "
+            "takes Python numbers (such as 'if t % 100 == 99:')",
+        ),
+    ],
+)
+def test_refusals_name_what_to_write(body: str, message: str) -> None:
+    text = "import torch\na = torch.tensor(2., requires_grad=True)\n" + body
+    with pytest.raises(AutogradCliError) as caught:
+        ag.grad(text, seed=0)
+    assert error_text(caught.value) == message
+
+
+def test_a_device_not_asked_for_names_the_option() -> None:
+    text = (
+        "import torch\n"
+        "a = torch.tensor(2., requires_grad=True, device=torch.device('cuda:0'))\n"
+        "y = a * 2\ny.backward()\n"
+    )
+    result = ag.grad(text, settings=ag.Settings(device="cpu"))
+    assert result.error is not None
+    assert error_text(result.error) == (
+        "the cell asks for device cuda:0, but this run is on cpu; ask for it with "
+        "--device cuda:0 (or write device=cpu)"
+    )
+
+
+def test_python_numbers_dtypes_and_math_constants() -> None:
+    text = (
+        "import torch\nimport math\n"
+        "dtype = torch.float64\n"
+        "scale = 2 * math.pi\n"
+        "x = torch.linspace(-math.pi, math.pi, 5, dtype=dtype, requires_grad=True)\n"
+        "y = (scale * x).sin().sum()\n"
+        "y.backward()\n"
+        "print(x.grad)\n"
+    )
+    result = ag.grad(text)
+    assert result.error is None and result.dtype == "float64"
+    assert result.verdict == "agree"
