@@ -53,6 +53,8 @@ LIBM = 8 * U  # what one call of NumPy's elementary functions may be off, relati
 TRUST = 1e-12  # an element whose rounding bound passes this is evaluated in mpmath
 LIMIT = 1e-10  # a bound that mpmath element by element cannot mend, past this: Untrusted
 JUMPS = (sp.Heaviside, sp.DiracDelta)
+WALK_BLOCK = 1 << 18  # elements per block of a large walk (2 MiB of float64 per array)
+Shape = tuple[int, ...]
 
 
 @dataclass
@@ -152,6 +154,12 @@ class _Bounded(_Walk):
                     self.bounds.pop(arg, None)
         return self.cache[node]
 
+    def _value(self, node: sp.Expr) -> Any:
+        rest = _log1p_of(node)
+        if rest is not None:  # log(1 + t) as log1p(t): no cancellation where t is small
+            return np.log1p(self.value(rest))
+        return super()._value(node)
+
     def bound(self, node: sp.Expr) -> Bound:
         """The bound of a node already computed (or of a value in ``env``)."""
         if node in self.env:
@@ -171,6 +179,9 @@ class _Bounded(_Walk):
             return self._jump(node.base.args[0])
         if node.is_Pow:
             return self._pow(node)
+        rest = _log1p_of(node)
+        if rest is not None:
+            return self._log1p(rest, value)
         name = node.func.__name__
         if (name in FUNCTIONS and len(node.args) == 1) or isinstance(node, sp.log):
             return self._call("log" if isinstance(node, sp.log) else name, node.args[0], value)
@@ -260,6 +271,20 @@ class _Bounded(_Walk):
             out.append(_ratio(err, value))
         return out[0] + LIBM, out[1]
 
+    def _log1p(self, rest: sp.Expr, value: Any) -> Bound:
+        """``log1p(t)``: an error ``r·|t|`` in t moves it by ``r·|t|/|1 + t|`` (twice that
+        for the first-order slack), plus the library's."""
+        rb = self.bound(rest)
+        out = []
+        for channel in (0, 1):
+            if _zero(rb[channel]):
+                out.append(0.0)
+                continue
+            t = self.value(rest)
+            err = 2 * np.abs(t / (1 + t)) * rb[channel]
+            out.append(_ratio(err, value))
+        return out[0] + LIBM, out[1]
+
     def _reach(self, node: sp.Expr) -> tuple[Any, Any]:
         """Where ``node``'s error can reach 0 (counting both channels, and the inherited
         one alone): its switch is not sure there."""
@@ -332,6 +357,16 @@ class _Bounded(_Walk):
         return out[0] + LIBM, out[1]
 
 
+def _log1p_of(node: sp.Expr) -> sp.Expr | None:
+    """``t`` where ``node`` is ``log(1 + t)`` (SymPy writes log1p(t) so), else None."""
+    if not isinstance(node, sp.log) or len(node.args) != 1 or not node.args[0].is_Add:
+        return None
+    terms = node.args[0].args
+    if sp.S.One not in terms:
+        return None
+    return sp.Add(*(t for t in terms if t is not sp.S.One))
+
+
 def _sum_rounding(values: np.ndarray) -> float:
     """A bound on NumPy's float64 sum of ``values`` relative to the sum of magnitudes:
     pairwise over a contiguous array (blocks of 128 in 8 lanes), in order otherwise."""
@@ -366,9 +401,37 @@ class Checked(Float64):
         }
 
     def walk(self, expr: sp.Expr, env: dict[sp.Symbol, Any]) -> Any:
-        """``expr`` in float64; the elements whose bound is too wide, in mpmath."""
+        """``expr`` in float64; the elements whose bound is too wide, in mpmath. Past
+        ``WALK_BLOCK`` elements, where every input is a number or of the result's shape,
+        a block of elements at a time through the whole formula (value and bound), so
+        that no intermediate array is larger than a block."""
         free = expr.free_symbols
-        walk = _Bounded(expr, env, self, self._inherited(env, free))
+        carried = self._inherited(env, free)
+        blocks = _blocks(env, free)
+        if blocks is None:
+            result, worst = self._walk(expr, env, carried)
+            self.worst = max(self.worst, worst)
+            return result
+        shape, size = blocks
+        out = np.empty(size, dtype=np.float64)
+        flat = {s: np.reshape(v, -1) if np.ndim(v) else v for s, v in env.items() if s in free}
+        worst = 0.0
+        for start in range(0, size, WALK_BLOCK):
+            part = {s: v[start : start + WALK_BLOCK] if np.ndim(v) else v for s, v in flat.items()}
+            inherited = {id(part[s]): carried[id(env[s])] for s in part if id(env[s]) in carried}
+            found, bound = self._walk(expr, part, inherited)
+            out[start : start + WALK_BLOCK] = found
+            worst = max(worst, bound)
+        self.worst = max(self.worst, worst)
+        return out.reshape(shape)
+
+    def _walk(
+        self, expr: sp.Expr, env: dict[sp.Symbol, Any], carried: dict[int, float]
+    ) -> tuple[np.ndarray, float]:
+        """One walk of ``expr`` over ``env``: its values (the wide elements in mpmath)
+        and the largest bound of what it kept, inherited part included."""
+        free = expr.free_symbols
+        walk = _Bounded(expr, env, self, carried)
         result = np.asarray(walk.value(expr), dtype=np.float64)
         rounding, inherited = walk.bound(expr)
         shape = result.shape
@@ -401,8 +464,7 @@ class Checked(Float64):
         if wide.any():
             result = _patch(expr, env, result, wide).reshape(shape)
             worst = max(worst, 2 * U)
-        self.worst = max(self.worst, worst + inherited)
-        return result
+        return result, worst + inherited
 
     def _carried(self) -> float:
         """The bound of any array the model hands back: a product of two of ours."""
@@ -455,6 +517,20 @@ def _to_shape(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     out = ufunc.reduce(array, axis=tuple(range(extra))) if extra > 0 else array
     axes = tuple(i for i, size in enumerate(shape) if size == 1 and out.shape[i] != 1)
     return ufunc.reduce(out, axis=axes, keepdims=True) if axes else out
+
+
+def _blocks(env: dict[sp.Symbol, Any], free: set[sp.Basic]) -> tuple[Shape, int] | None:
+    """The shape and size of a walk over ``env``'s values of ``free`` that ``Checked.walk``
+    takes a block at a time: past ``2·WALK_BLOCK`` elements, each value a number (0-d) or
+    a contiguous array of that one shape. None otherwise (broadcasting, a view, a small
+    walk)."""
+    arrays = [env[s] for s in free if s in env and np.ndim(env[s])]
+    shapes = {np.shape(a) for a in arrays}
+    if len(shapes) != 1 or not all(np.asarray(a).flags.c_contiguous for a in arrays):
+        return None
+    shape = shapes.pop()
+    size = math.prod(shape)
+    return (shape, size) if size > 2 * WALK_BLOCK else None
 
 
 def _patch(
