@@ -140,7 +140,7 @@ EQUIVALENT: dict[str, str] = {
     _J + ":<module>:False -> True in `the defaults of variable_notes`": (
         "its one caller (Judge.variable) always passes sided"
     ),
-    _J + ":kink_notes:True -> False in `pairs = sorted({(float(a), float(b)) for a, b i...`": (
+    _J + ":decided_notes:True -> False in `pairs = sorted({(float(a), float(b)) for a, b i...`": (
         "zip(strict=) over two arrays of the same length"
     ),
     _R + ":<module>:320 -> 640 in `KINK_BITS = 320`": "more precision: the same sides",

@@ -216,10 +216,7 @@ def _sides(
             out.reshape(-1)[index] = grads.reshape(-1)[index]
             still = still or bool(at.reshape(-1)[index])
         undecided.reshape(-1)[index] = still
-    if together and alone.sum() > ONE_BY_ONE:
-        rest = np.flatnonzero(alone)[ONE_BY_ONE:]
-        undecided.reshape(-1)[rest] = True
-    return left, right, undecided
+    return left, right, undecided  # those past ONE_BY_ONE stay undecided (``alone`` is it)
 
 
 def _beside(
