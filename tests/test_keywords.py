@@ -427,3 +427,16 @@ def test_gather_with_an_index_of_other_dims_is_refused_in_pytorchs_order() -> No
         "Error: 'gather(x, 0, i)': gather along dim 0 needs an index with as many dims as the "
         "input and no larger in the others; the shapes are [2] and [2, 1]"
     )
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_a_rounded_division_of_many_elements_is_bounded_not_a_crash(mode: str) -> None:
+    """Past the precisely evaluated elements the reference bounds float64's error: floor is
+    exact unless an integer lies within the quotient's error (then evaluated precisely)."""
+    rng = np.random.default_rng(26)
+    values = {"x": rng.normal(size=(10, 1, 5)), "y": rng.normal(size=(10, 5))}
+    check(
+        f"torch.div(x, y, rounding_mode='{mode}') * x",
+        values,
+        lambda x, y: torch.div(x, y, rounding_mode=mode) * x,
+    )

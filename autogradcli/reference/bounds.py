@@ -258,6 +258,8 @@ class _Bounded(_Walk):
     def _call(self, name: str, arg: sp.Expr, value: Any) -> Bound:
         if name == "sign":
             return self._jump(arg)
+        if name == "floor":  # a rounded division: exact, unless an integer is within reach
+            return self._floor(arg)
         rb = self.bound(arg)
         if name == "Abs":
             return rb
@@ -291,6 +293,16 @@ class _Bounded(_Walk):
         r0, r1 = self.bound(node)
         total = np.asarray(r0 + r1) >= 0.5
         return total, np.asarray(r1) >= 0.5
+
+    def _floor(self, arg: sp.Expr) -> Bound:
+        """``floor(q)``: no error, but infinite where q's error can reach an integer."""
+        r0, r1 = self.bound(arg)
+        if _zero(r0) and _zero(r1):
+            return 0.0, 0.0
+        a = np.abs(self.value(arg))
+        gap = np.abs(self.value(arg) - np.round(self.value(arg)))
+        total, inherited = a * (r0 + r1) >= gap, a * r1 >= gap
+        return np.where(total, math.inf, 0.0), np.where(inherited, math.inf, 0.0)
 
     def _jump(self, arg: sp.Expr) -> Bound:
         if all(_zero(r) for r in self.bound(arg)):
