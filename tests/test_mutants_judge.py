@@ -199,3 +199,15 @@ def test_a_numeric_rounding_verdict_reads_float64_at_gradchecks_tolerance(text, 
     low, high = off
     assert low < abs(float(x.numeric) - float(x.expected)) < high
     assert (x.verdict, x.numeric_verdict) == ("rounding", "rounding")
+
+
+def test_the_forward_passs_overflow_is_named_at_its_node_with_the_numeric_reference_too():
+    """The forward diagnosis reads the forward pass's values, which the numeric reference
+    gives as SymPy's does: the overflow is exp(x)'s, not the backward pass's."""
+    exact = ag.grad("sum(exp(x))", {"x": [1.0, 100.0]})
+    with sympy_expires():
+        numeric = ag.grad("sum(exp(x))", {"x": [1.0, 100.0]})
+    assert (exact.expected_by, numeric.expected_by) == ("SymPy", "numeric")
+    for r in (exact, numeric):
+        assert r.verdict == "disagree"
+        assert str(r.first_cause()).startswith("overflow: exp(x) reaches 2.68812e+43")

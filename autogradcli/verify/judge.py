@@ -241,8 +241,9 @@ class Judge:
         return self._noise
 
     def forward(self) -> Cause | None:
-        """Where the forward pass went wrong, if it did (computed once, SymPy only)."""
-        if not self._diagnosed and self.exact:
+        """Where the forward pass went wrong, if it did (computed once, against SymPy's
+        reference or the numeric one: both give the forward pass's values)."""
+        if not self._diagnosed:
             session = self.session
             trace = self.autograd.forward_values(session)
             self._forward = forward_cause(
