@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "autogradcli"
 LAYERS = [
     "autogradcli",  # the package itself (__version__)
     "errors",
+    "recursion",
     "memory",
     "settings",
     "reads",
