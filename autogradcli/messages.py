@@ -126,6 +126,10 @@ ERRORS: dict[str, str] = {
     "write '{plain}'",
     "syntax": "cannot parse the expression{where}: {detail}; write it in Python syntax, "
     'e.g. "2*x**4 + 3*x + 1"',
+    "syntax_lookalike": "cannot parse the expression{where}: '{char}' ({point}) looks like "
+    "{looks} but is not Python's; write '{write}' ('{fixed}')",
+    "syntax_product": "cannot parse the expression{where}: '{written}' is not a product in "
+    "Python; write the * ('{fixed}')",
     "nested_for_parser": "the expression is nested too deeply for Python's parser; write it "
     "with fewer nested parentheses",
     "unparsable": "cannot parse the expression: {detail}",

@@ -124,3 +124,33 @@ def test_the_report_of_a_4x16_weight_fits_in_a_few_lines():
     table = run.stdout.split("gradients")[1]
     assert "shape [4, 16]" in table and "shape [16]" in table
     assert len(table.splitlines()) < 30
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("2x + 1", "at column 1: '2x' is not a product in Python; write the * ('2*x + 1')"),
+        ("0.5sin(x) + 2x", "at column 3: '0.5sin' is not a product in Python; write the * "
+         "('0.5*sin(x) + 2*x')"),
+        ("x−1", "at column 2: '−' (U+2212) looks like a minus sign but is not Python's; "
+         "write '-' ('x-1')"),
+        ("2e5x", "at column 3: invalid decimal literal; write it in Python syntax, e.g. "
+         '"2*x**4 + 3*x + 1"'),
+    ],
+)  # fmt: skip
+def test_a_product_written_as_on_paper_or_a_pasted_minus_gets_the_fix(expression, message):
+    run = cli("grad", expression, "--x", "1")
+    assert run.exit_code == 2
+    assert run.stderr == f"Error: cannot parse the expression {message}\n"
+
+
+def test_an_index_tensor_of_fractions_is_refused_when_the_values_are_bound():
+    run = cli("grad", "sum(x[y])", "--x", "[1., 2.]", "--y", "[0.5]")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: an index tensor must be a constant tensor of whole numbers (a value with "
+        "requires_grad=False)\n"
+    )
+    assert cli("grad", "sum(x[y])", "--x", "[1., 2.]", "--y", "[1, 1]", "--json").json()[
+        "variables"
+    ]["x"]["grad"] == [0.0, 2.0]

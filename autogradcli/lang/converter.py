@@ -29,6 +29,7 @@ from autogradcli.lang.arguments import (
     param_value,
     tensor_item,
 )
+from autogradcli.lang.lookalikes import lookalike
 from autogradcli.lang.ops import REQUIRED, Op
 from autogradcli.lang.picks import TENSOR
 from autogradcli.lang.tree import (
@@ -198,6 +199,17 @@ def module_of(text: str, limits: Limits, caret_power: bool = True) -> ast.Module
         where = f" at column {exc.offset}" if exc.offset else ""
         if exc.lineno and exc.lineno > 1:
             where = f" at line {exc.lineno}, column {exc.offset}"
+        similar = lookalike(text)
+        if similar is not None:
+            raise ExpressionError("syntax_lookalike", where=where, **similar) from None
+        product = IMPLICIT_PRODUCT.search(text)
+        if product is not None and "decimal literal" in str(exc.msg):
+            after = re.match(r"[^\W\d]\w*|\(", text[product.end() :])
+            written = product.group(0) + (after.group(0) if after else "")
+            fixed = IMPLICIT_PRODUCT.sub(r"\1*", text)
+            raise ExpressionError(
+                "syntax_product", where=where, written=written, fixed=fixed
+            ) from None
         raise ExpressionError("syntax", where=where, detail=exc.msg) from None
     except (RecursionError, MemoryError):
         raise LimitError("nested_for_parser") from None
@@ -209,6 +221,10 @@ def module_of(text: str, limits: Limits, caret_power: bool = True) -> ast.Module
 
 
 _STRINGS = re.compile(r"'(?:[^'\\\n]|\\.)*'" + r'|"(?:[^"\\\n]|\\.)*"')
+
+
+# A number written against a name or a bracket, as on paper: 2x, 3(x + 1), 0.5sin(x).
+IMPLICIT_PRODUCT = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)(?=[^\W\d]|\()(?![eE][+-]?\d)(?!j\b)")
 
 
 def _bracket_depth(text: str) -> int:

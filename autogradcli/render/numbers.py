@@ -58,14 +58,26 @@ def format_array(array: np.ndarray | None) -> Text:
 def worst_at(got: np.ndarray | None, expected: np.ndarray | None, error: float | None) -> str:
     """`` at [i, j]``: the element of a tensor whose error is the largest checked one,
     ``error`` (nothing for a number, or when that error is 0), so that a summarised tensor
-    still says which element to look at."""
+    still says which element to look at. One float64 scratch array; the answer is kept
+    for the report's other layout (a table and its stacked rows render the same cell)."""
     if not error or got is None or expected is None or np.size(got) <= 1:
         return ""
-    with np.errstate(all="ignore"):
-        diff = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(expected, dtype=np.float64))
-    distance = np.where(np.isnan(diff), np.inf, np.abs(diff - error))
-    index = np.unravel_index(int(np.argmin(distance)), distance.shape)
-    return f" at [{', '.join(str(int(i)) for i in index)}]"
+    key = (id(got), id(expected), error)
+    if key not in _WORST:
+        scratch = np.subtract(got, expected, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            np.abs(scratch, out=scratch)
+            np.subtract(scratch, error, out=scratch)
+            np.abs(scratch, out=scratch)
+        np.copyto(scratch, np.inf, where=np.isnan(scratch))
+        index = np.unravel_index(int(np.argmin(scratch)), scratch.shape)
+        if len(_WORST) >= 64:  # a report's variables at most: older reports' keys go
+            _WORST.clear()
+        _WORST[key] = f" at [{', '.join(str(int(i)) for i in index)}]"
+    return _WORST[key]
+
+
+_WORST: dict[tuple[int, int, float], str] = {}
 
 
 def _number(value: float) -> str:
