@@ -5,9 +5,12 @@ in benchmarks/bench_growth.py, not here."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
+from typing import Any
 
+import numpy as np
 import pytest
 
 from autogradcli import api
@@ -105,3 +108,52 @@ def test_a_recursion_error_becomes_a_limit_error() -> None:
         "the expression is nested too deeply to check: Python's recursion limit "
         f"({sys.getrecursionlimit()} calls) was reached in "
     )
+
+
+def _product_inputs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """x of n and W of n x n, mixed signs (the sums cancel in part), fixed."""
+    rng = np.random.default_rng(29)
+    return rng.standard_normal(n), rng.standard_normal((n, n))
+
+
+def test_a_64_by_64_product_is_checked_against_the_exact_reference() -> None:
+    x, W = _product_inputs(64)  # 4,160 input elements: past the 256 of other programs
+    result = api.grad("sum(x @ W)", x=x.tolist(), W=W.tolist(), dtype="float64")
+    assert result.verdict == "agree" and result.expected_by == "SymPy"
+    assert "numeric_fallback" not in {note.code for note in result.notes}
+    # d/dx_k = sum_j W[k, j] (correctly rounded by fsum), d/dW[k, j] = x_k exactly
+    rows = np.array([math.fsum(row) for row in W])
+    expected_x = np.asarray(result.variables["x"].expected, dtype=np.float64)
+    expected_w = np.asarray(result.variables["W"].expected, dtype=np.float64)
+    np.testing.assert_allclose(expected_x, rows, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(expected_w, np.outer(x, np.ones(64)), rtol=1e-12, atol=0)
+
+
+def test_a_wrong_backward_of_a_product_past_the_old_cap_is_caught(monkeypatch) -> None:
+    """``sum`` whose backward is off by 1e-5 (relative): central differences (rtol 1e-3)
+    would pass it; the exact reference of ``sum(x @ W)`` with W of 16x16 does not."""
+    import torch
+
+    from autogradcli.lang import vocabulary
+
+    class WrongSum(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: torch.Tensor) -> torch.Tensor:
+            ctx.shape = a.shape
+            return torch.sum(a)
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+            return grad.expand(ctx.shape) * (1 + 1e-5)
+
+    wrong = dataclasses.replace(
+        vocabulary.OPS["sum"], torch=lambda t, a, dim=None, keepdim=False: WrongSum.apply(a)
+    )
+    x, W = _product_inputs(16)  # 272 input elements: numeric differences before issue 29
+    right = api.grad("sum(x @ W)", x=x.tolist(), W=W.tolist(), dtype="float64")
+    assert right.verdict == "agree" and right.expected_by == "SymPy"
+    monkeypatch.setitem(vocabulary.OPS, "sum", wrong)
+    result = api.grad("sum(x @ W)", x=x.tolist(), W=W.tolist(), dtype="float64")
+    assert result.expected_by == "SymPy" and not result.notes
+    assert result.verdict == "disagree"
+    assert not result.variables["x"].agree and not result.variables["W"].agree

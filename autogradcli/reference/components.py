@@ -6,6 +6,10 @@ NumPy arrays of SymPy terms (``@`` is NumPy's matmul on those terms, ``softmax``
 ``sympy.diff`` of one output term by one input symbol. Nothing is taken from PyTorch.
 This is exact but grows with the sizes, so it runs up to ``MAX_EXACT_ENTRIES`` Jacobian
 entries (output elements times input elements); beyond that the caller checks numerically.
+Products and reductions alone (``@``, ``sum``, ``+``, ``*``, see ``PRODUCT_CALLS``) cost
+the terms of each output element, not its symbols: they run up to ``MAX_PRODUCT_INPUTS``
+and ``MAX_PRODUCT_ENTRIES``, and a sum is differentiated term by term (only the terms that
+hold the symbol), so ``sum(x @ W)`` with W of 64x64 is checked exactly.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from autogradcli.lang.tree import (
     Num,
     Program,
     Unary,
+    walk,
 )
 from autogradcli.lang.vocabulary import CONSTANTS, OPS, arguments, definition, kink_codes
 from autogradcli.reference.bounds import reference
@@ -40,6 +45,7 @@ from autogradcli.reference.expected import Expected
 from autogradcli.reference.terms import (
     CONDITIONS,
     RELATIONS,
+    abs_form,
     diff,
     expected_from,
     in_range,
@@ -54,6 +60,15 @@ from autogradcli.settings import Limits
 MAX_EXACT_ENTRIES = 4096  # output elements x input elements, for the exact SymPy check
 MAX_EXACT_INPUTS = 256  # input elements, checked before any SymPy term is built
 MAX_EXACT_WORK = 200_000  # nodes of all output terms x input elements (what sympy.diff walks)
+# products and reductions alone: a Jacobian entry is the few terms of a sum that hold its
+# symbol, so symbols are cheap; what counts is the dense Jacobian (each entry evaluated)
+MAX_PRODUCT_INPUTS = 8192  # input elements (x of 64 and W of 64x64: 4,160)
+MAX_PRODUCT_ENTRIES = 8192  # output elements x input elements
+PRODUCT_CALLS = frozenset(
+    {"sum", "mean", "dot", "inner", "matmul", "add", "sub", "mul", "neg", "clone", "T"}
+    | {"transpose", "permute", "reshape", "flatten", "squeeze", "unsqueeze", "cat", "stack"}
+)
+PRODUCT_OPERATORS = frozenset({"+", "-", "*", "@"})
 
 
 class TooLarge(LimitError):
@@ -78,6 +93,59 @@ def _objects(value: Any) -> np.ndarray:
 def _each(function: Any, *arrays: np.ndarray) -> np.ndarray:
     """``function`` on each element (the arrays broadcast), as an object array."""
     return _objects(np.vectorize(function, otypes=[object])(*arrays))
+
+
+def add_over(
+    a: np.ndarray, axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Any:
+    """``np.sum`` of an object array of SymPy terms, each sum made by one ``sympy.Add``
+    (NumPy adds one term at a time, and each addition sorts the growing sum again)."""
+    a = np.asarray(a, dtype=object)
+    if axis is None:
+        axes = tuple(range(a.ndim))
+    else:
+        axes = tuple(sorted(k % a.ndim for k in (axis if isinstance(axis, tuple) else (axis,))))
+    kept = [k for k in range(a.ndim) if k not in axes]
+    moved = np.transpose(a, kept + list(axes))
+    rows = moved.reshape(math.prod(a.shape[k] for k in kept), -1)
+    flat = np.empty(rows.shape[0], dtype=object)
+    for i, row in enumerate(rows):
+        flat[i] = sp.Add(*row)
+    shape = [1 if k in axes else n for k, n in enumerate(a.shape)] if keepdims else None
+    out = flat.reshape(shape if shape is not None else [a.shape[k] for k in kept])
+    return out[()] if out.ndim == 0 else out
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of object arrays (NumPy's rules for 1-d and batched operands), each
+    element one ``sympy.Add`` of its products."""
+    left = a[None, :] if a.ndim == 1 else a
+    right = b[:, None] if b.ndim == 1 else b
+    products = left[..., :, :, None] * right[..., None, :, :]
+    out = np.asarray(add_over(products, axis=-2), dtype=object)
+    if a.ndim == 1:
+        out = out[..., 0, :]
+    if b.ndim == 1:
+        out = out[..., 0]
+    return _objects(out)
+
+
+class _TermsNumPy:
+    """NumPy for the vocabulary's component forms, with ``sum`` as ``add_over`` on
+    object arrays (numbers are summed by NumPy itself)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+    @staticmethod
+    def sum(a: Any, axis: Any = None, keepdims: bool = False, **options: Any) -> Any:
+        data = np.asarray(a)
+        if data.dtype != object or options:
+            return np.sum(a, axis=axis, keepdims=keepdims, **options)
+        return add_over(data, axis, keepdims)
+
+
+TERMS_NUMPY = _TermsNumPy()
 
 
 class _Terms(Fold[np.ndarray]):
@@ -113,6 +181,8 @@ class _Terms(Fold[np.ndarray]):
         left, right = _each(numeric, left), _each(numeric, right)
         if node.op == "**":
             return _each(sp.Pow, left, right)
+        if node.op == "@" and left.ndim and right.ndim:
+            return matmul(left, right)
         return _objects(PY_BINARY[node.op](left, right))
 
     def expansion(self, node: Call, placeholders: list[Name]) -> Node | None:
@@ -129,7 +199,7 @@ class _Terms(Fold[np.ndarray]):
             for k, a in enumerate(args)
         ]
         positional, keywords = arguments(node, values)
-        return _objects(op.components(sp, np, *positional, **keywords))
+        return _objects(op.components(sp, TERMS_NUMPY, *positional, **keywords))
 
     def index(self, node: Index, value: np.ndarray) -> np.ndarray:
         return _objects(value[node.python()])
@@ -152,8 +222,10 @@ class ComponentModel:
         self.limits = limits or Limits()
         self.shapes = program_shapes(expression, shapes, self.limits)
         inputs = sum(math.prod(shapes[n]) for n in expression.variables)
-        if inputs > MAX_EXACT_INPUTS:  # before a single symbol is made
-            raise TooLarge("exact_inputs", limit=MAX_EXACT_INPUTS, inputs=inputs)
+        self.products = products_only(expression)
+        most = MAX_PRODUCT_INPUTS if self.products else MAX_EXACT_INPUTS
+        if inputs > most:  # before a single symbol is made
+            raise TooLarge("exact_inputs", limit=most, inputs=inputs)
         self.inputs = inputs
         self.symbols = {n: element_symbols(n, shapes[n]) for n in expression.variables}
         self.given = dict(constants or {})  # inputs known as numbers (class indices)
@@ -164,15 +236,21 @@ class ComponentModel:
 
         out_shape = infer_shape(expression.root, self.shapes, self.limits)
         entries = math.prod(out_shape) * inputs
+        if self.products:
+            max_entries = max(max_entries, MAX_PRODUCT_ENTRIES)
         if entries > max_entries:
             raise TooLarge("exact_entries", limit=max_entries, entries=entries)
         self.output = self.build(expression.root)
-        nodes = 0
-        for term in self.output.reshape(-1):
-            for _ in sp.preorder_traversal(term):
-                nodes += 1
-                if nodes * inputs > MAX_EXACT_WORK:
-                    raise TooLarge("exact_work", limit=MAX_EXACT_WORK, inputs=inputs)
+        if self.products:
+            if _product_work(self.output) > MAX_EXACT_WORK:
+                raise TooLarge("exact_work", limit=MAX_EXACT_WORK, inputs=inputs)
+        else:
+            nodes = 0
+            for term in self.output.reshape(-1):
+                for _ in sp.preorder_traversal(term):
+                    nodes += 1
+                    if nodes * inputs > MAX_EXACT_WORK:
+                        raise TooLarge("exact_work", limit=MAX_EXACT_WORK, inputs=inputs)
         self._jacobians: dict[str, np.ndarray] = {}
 
     def build(self, node: Node) -> np.ndarray:
@@ -199,11 +277,15 @@ class ComponentModel:
         if name not in self._jacobians:
             outs = self.output.reshape(-1)
             ins = self.symbols[name].reshape(-1)
-            table = np.empty((outs.size, ins.size), dtype=object)
+            table = np.full((outs.size, ins.size), sp.Integer(0), dtype=object)
             for i, term in enumerate(outs):
-                free = term.free_symbols if isinstance(term, sp.Basic) else set()
+                if not isinstance(term, sp.Basic):
+                    continue
+                holding = _holding(term)
                 for j, symbol in enumerate(ins):
-                    table[i, j] = diff(term, symbol) if symbol in free else sp.Integer(0)
+                    if symbol in holding:
+                        parts = (_part_diff(a, symbol) for a in holding[symbol])
+                        table[i, j] = abs_form(sp.Add(*parts))
             self._jacobians[name] = table.reshape(self.output.shape + self.symbols[name].shape)
         return self._jacobians[name]
 
@@ -350,6 +432,53 @@ class ComponentModel:
         if total is not None:
             return f"∂sum(out)/∂{first} = {total} (component-wise)"
         return f"J = ∂out/∂{name}: {jac.size} entries (component-wise; see autograd-cli jacobian)"
+
+
+def products_only(expression: Program) -> bool:
+    """Whether the program is products and reductions alone: ``+ - * @``, a sign, and the
+    calls in ``PRODUCT_CALLS`` (each output element a sum of products of input elements)."""
+    for root in expression.roots():
+        for node in walk(root):
+            if isinstance(node, Binary) and node.op not in PRODUCT_OPERATORS:
+                return False
+            if isinstance(node, Unary) and node.op not in ("-", "+"):
+                return False
+            if isinstance(node, Call) and node.func not in PRODUCT_CALLS:
+                return False
+    return True
+
+
+def _holding(term: sp.Basic) -> dict[sp.Basic, list[sp.Basic]]:
+    """Each free symbol of ``term`` -> the terms of its sum (``term`` itself if it is no
+    sum) that hold it: ``d term / d s`` is the sum of their derivatives alone."""
+    holding: dict[sp.Basic, list[sp.Basic]] = {}
+    for part in sp.Add.make_args(term):
+        for symbol in part.free_symbols:
+            holding.setdefault(symbol, []).append(part)
+    return holding
+
+
+def _part_diff(part: sp.Basic, symbol: sp.Symbol) -> sp.Basic:
+    """``sympy.diff(part, symbol)``; for a product ``symbol * rest`` whose rest is free of
+    it, ``rest`` directly (what ``sympy.diff`` gives, without its product rule)."""
+    if part.is_Mul:
+        rest = [f for f in part.args if f != symbol]
+        if len(rest) == len(part.args) - 1 and not any(f.has(symbol) for f in rest):
+            return sp.Mul(*rest)
+    return sp.diff(part, symbol)
+
+
+def _product_work(output: np.ndarray) -> int:
+    """What the term-by-term Jacobian walks: each term of each output element's sum, its
+    nodes times the symbols it holds."""
+    work = 0
+    for term in output.reshape(-1):
+        if isinstance(term, sp.Basic):
+            for part in sp.Add.make_args(term):
+                symbols = len(part.free_symbols)
+                if symbols:
+                    work += symbols * sum(1 for _ in sp.preorder_traversal(part))
+    return work
 
 
 def _term(term: sp.Basic | float | int) -> sp.Expr:
