@@ -105,8 +105,8 @@ def test_a_large_matrix_is_its_shape_and_corners_with_the_worst_element_named():
 
     weight = np.arange(64.0).reshape(4, 16)
     assert str(format_array(weight)) == "shape [4, 16]\n[[0, ..., 15],\n ...,\n [48, ..., 63]]"
-    assert str(format_array(np.arange(9.0))) == "shape [9]\n[0, 1, ..., 7, 8]"
-    assert str(format_array(np.arange(8.0))) == "[0, 1, 2, 3, 4, 5, 6, 7]"  # small: whole
+    assert str(format_array(np.arange(17.0))) == "shape [17]\n[0, 1, ..., 15, 16]"
+    assert str(format_array(np.arange(16.0).reshape(4, 4))).startswith("[[0, 1, 2, 3],")
     token = FULL.set(True)
     try:
         assert "63]]" in str(format_array(weight)) and "..." not in str(format_array(weight))
@@ -122,8 +122,8 @@ def test_the_report_of_a_4x16_weight_fits_in_a_few_lines():
     run = cli("grad", "sum(W @ x)", "--W", "randn(4,16)", "--x", "randn(16)", "--seed", "0")
     assert run.exit_code == 0
     table = run.stdout.split("gradients")[1]
-    assert "shape [4, 16]" in table and "shape [16]" in table
-    assert len(table.splitlines()) < 30
+    assert "shape [4, 16]" in table and "shape [16]" not in table  # a vector of 16: whole
+    assert len(table.splitlines()) < 35  # was 92: the weight alone wrapped into 60 lines
 
 
 @pytest.mark.parametrize(

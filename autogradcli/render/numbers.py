@@ -29,7 +29,7 @@ STYLES = {OK: "bold green", NEAR: "bold yellow", BAD: "bold red", UNSEEN: "bold 
 MARK_OF = {v: v.mark for v in Verdict}  # keyed by the verdict, or its text
 
 
-SUMMARISED = 8  # a tensor of more elements shows its shape and corners, unless --full
+SUMMARISED = 16  # a tensor of more elements shows its shape and corners, unless --full
 
 
 def format_array(array: np.ndarray | None) -> Text:
