@@ -37,8 +37,9 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
         header.append(f" · seed {result.seed}")
     parts: list[Any] = [header]
     seen: set[str] = set()
+    looped = any(e.kind == "backward" and e.check is None for e in result.events)
     for number, event in enumerate(result.events, start=1):
-        if event.kind != "print" and event.statement in seen and _unchecked(event):
+        if looped and event.kind != "print" and event.statement in seen and _unchecked(event):
             continue  # a loop's pass run without a check: counted in the summary below
         seen.add(event.statement)
         if event.printed is not None:  # what Python prints, then the numbers' checks
@@ -72,8 +73,8 @@ def _unchecked(event: CellEvent) -> bool:
 
 
 def _loops(result: CellResult) -> list[Text]:
-    """Each backward() a loop ran: how many passes, which were checked, the worst error,
-    and its target (the loss) from the first pass to the last."""
+    """Each backward() a loop ran with passes unchecked: how many passes, which were
+    checked, the worst error, and its target (the loss) from the first pass to the last."""
     lines: list[Text] = []
     texts = [e.statement for e in result.events if e.kind == "backward"]
     for text in dict.fromkeys(texts):
@@ -81,6 +82,8 @@ def _loops(result: CellResult) -> list[Text]:
         if len(passes) < 2:
             continue
         checked = [k for k, e in enumerate(passes, start=1) if not _unchecked(e)]
+        if len(checked) == len(passes):
+            continue  # not a loop's: each pass is shown above
         errors = [g.max_abs_error for e in passes for g in e.grads if g.max_abs_error is not None]
         line = Text(f"{text} ran {len(passes)} times; passes checked against SymPy: ")
         line.append(", ".join(str(k) for k in checked) or "none")
