@@ -88,18 +88,6 @@ class _Recorded(_Constant):
         return value
 
 
-class _Recorded(_Constant):
-    """``_Constant`` that keeps every subtree's value (one walk, not one per subtree)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.values: dict[int, NumberValue | None] = {}
-
-    def leave(self, node: Node, value: NumberValue | None) -> NumberValue | None:
-        self.values[id(node)] = value
-        return value
-
-
 def check_constants(root: Node, limits: Limits) -> None:
     """Compute every constant subtree (with size checks) and bound the exponents."""
     found = _Recorded()
