@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from autogradcli.errors import ExpressionError
 from autogradcli.lang.analysis import check_constants
-from autogradcli.lang.cellstatements import DeviceUse, Printed
+from autogradcli.lang.cellstatements import DeviceUse
 from autogradcli.lang.converter import CONSTRUCTORS, NAMESPACES, Converter, module_of
 from autogradcli.lang.customlines import CustomLines
 from autogradcli.lang.guards import Guard as Guard
@@ -29,6 +29,7 @@ from autogradcli.lang.hooks import active_hooks as active_hooks
 from autogradcli.lang.inplace import InPlaceLines
 from autogradcli.lang.loops import unroll
 from autogradcli.lang.names import Renames
+from autogradcli.lang.prints import PrintLines
 from autogradcli.lang.syntax import (
     fresh_name,
     is_none,
@@ -95,7 +96,7 @@ _STATEMENTS: dict[type, str] = {
 
 
 @dataclass
-class _Builder(InPlaceLines, HookLines, Renames, CustomLines):
+class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines):
     """Reads a cell line by line: names to their current step, leaves, and statements."""
 
     text: str
@@ -423,66 +424,6 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines):
         flag = truth(node.args[0], statement_text(stmt)) if node.args else True
         self.require_grad(owner.id, flag, statement_text(stmt))
 
-    def show(self, args: list[ast.expr], keywords: list[ast.keyword], stmt: ast.Expr) -> None:
-        """``print(...)``: names and expressions; ``t.item()``, ``t.tolist()``, Python
-        numbers and f-strings of those are shown as Python prints them."""
-        used = set(self.used)
-        items: list[Node | str] = []
-        formats: list[str] = []
-        sep = " "
-        if len(args) == 1 and isinstance(args[0], ast.JoinedStr):
-            sep = ""
-            args = self.formatted(args[0], stmt)
-        for arg in args:
-            number = literal(arg)
-            method = method_of(arg)
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                items.append(arg.value)
-                formats.append("text")
-            elif number is not None or (isinstance(arg, ast.Constant) and arg.value is None):
-                items.append(str(number if number is not None else arg.value))
-                formats.append("text")
-            elif isinstance(arg, ast.JoinedStr):
-                raise ExpressionError("print_format", text=statement_text(stmt))
-            elif method in ("item", "tolist") and not arg.args and not arg.keywords:  # type: ignore[attr-defined]
-                owner = arg.func.value  # type: ignore[attr-defined]
-                items.append(self.expression(owner, readable=True))
-                formats.append(method)
-            else:
-                items.append(self.expression(arg, readable=True))
-                formats.append("")
-        if any(k.arg not in ("sep", "end", "flush") for k in keywords):
-            raise ExpressionError("print_format", text=statement_text(stmt))
-        for keyword in keywords:
-            if keyword.arg == "sep":
-                if not (
-                    isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str)
-                ):
-                    raise ExpressionError("print_format", text=statement_text(stmt))
-                sep = keyword.value.value
-        plain = sep == " " and all(
-            f == "" or (f == "text" and _is_written_text(a))
-            for f, a in zip(formats, args, strict=True)
-        )
-        if plain:  # as before: each item beside what SymPy expects
-            self.statements.append(Show(tuple(items), self.written(stmt)))
-        else:
-            self.statements.append(Printed(tuple(items), self.written(stmt), tuple(formats), sep))
-        self.used = used  # showing a tensor builds nothing on it
-
-    def formatted(self, text: ast.JoinedStr, stmt: ast.Expr) -> list[ast.expr]:
-        """An f-string's parts: its text, and each ``{expression}`` without a format spec
-        or conversion (only known expressions are formatted)."""
-        parts: list[ast.expr] = []
-        for value in text.values:
-            if isinstance(value, ast.FormattedValue):
-                if value.format_spec is not None or value.conversion not in (-1, 115):
-                    raise ExpressionError("print_format", text=statement_text(stmt))
-                parts.append(value.value)
-            else:
-                parts.append(value)
-        return parts
-
     def manual_seed(self, node: ast.Call) -> None:
         if len(node.args) != 1 or node.keywords:
             raise ExpressionError("manual_seed", text=ast.unparse(node))
@@ -592,10 +533,6 @@ def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Prog
         module, devices = unroll(module)
         builder.statements += [DeviceUse(d) for d in sorted(devices)]  # type: ignore[misc]
     return builder.build(module)
-
-
-def _is_written_text(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _looks_like_cell(module: ast.Module) -> bool:

@@ -260,30 +260,25 @@ class _Bounded(_Walk):
             return self._jump(arg)
         if name == "floor":  # a rounded division: exact, unless an integer is within reach
             return self._floor(arg)
-        rb = self.bound(arg)
         if name == "Abs":
-            return rb
-        out = []
-        for channel in (0, 1):
-            if _zero(rb[channel]):
-                out.append(0.0)
-                continue
-            a = self.value(arg)
-            err = 2 * np.abs(SLOPES[name](a, value)) * rb[channel] * np.abs(a)
-            out.append(_ratio(err, value))
-        return out[0] + LIBM, out[1]
+            return self.bound(arg)
+        return self._through(arg, value, lambda a: SLOPES[name](a, value) * a)
 
     def _log1p(self, rest: sp.Expr, value: Any) -> Bound:
-        """``log1p(t)``: an error ``r·|t|`` in t moves it by ``r·|t|/|1 + t|`` (twice that
-        for the first-order slack), plus the library's."""
-        rb = self.bound(rest)
+        """``log1p(t)``: an error ``r·|t|`` in t moves it by ``r·|t|/|1 + t|``."""
+        return self._through(rest, value, lambda t: t / (1 + t))
+
+    def _through(self, arg: sp.Expr, value: Any, scale: Callable[[Any], Any]) -> Bound:
+        """A function's error from its argument's: ``2·|scale(a)|`` times each channel's
+        bound (twice for the first-order slack; 0 stays 0), relative to ``value``, plus
+        the library's."""
+        rb = self.bound(arg)
         out = []
         for channel in (0, 1):
             if _zero(rb[channel]):
                 out.append(0.0)
                 continue
-            t = self.value(rest)
-            err = 2 * np.abs(t / (1 + t)) * rb[channel]
+            err = 2 * np.abs(scale(self.value(arg))) * rb[channel]
             out.append(_ratio(err, value))
         return out[0] + LIBM, out[1]
 
