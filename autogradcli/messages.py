@@ -193,8 +193,7 @@ ERRORS: dict[str, str] = {
     "linalg_norm_dims": "'{where}': torch.linalg.norm with ord takes a 1-D or 2-D input (or "
     "dim=), not shape {shape}; use torch.linalg.vector_norm(x, ord) for the norm of all "
     "elements",
-    "bad_order": "{what} must be a number, inf, -inf (math.inf, float('inf')) or 'fro', not "
-    "{text}",
+    "bad_order": "{what} must be a number, inf, -inf (math.inf, float('inf')) or 'fro', not {text}",
     "legacy_tensor": "'{text}': torch.Tensor is PyTorch's legacy constructor; it is taken "
     "for float data only (torch.Tensor([1., 2.])); use torch.tensor([1., 2.]) for values, "
     "torch.zeros(2, 3) for a shape",
@@ -566,7 +565,7 @@ ERRORS: dict[str, str] = {
     "if_not_number": "'if {text}:' reads a tensor, which this tool does not follow yet; a "
     "cell's 'if' takes Python numbers (such as 'if t % 100 == 99:')",
     "python_number_raised": "'{text}': Python raises {error} here",
-    "device_keyword": "device={text}: write device=torch.device(\"cpu\"), device=\"cpu\" or a "
+    "device_keyword": 'device={text}: write device=torch.device("cpu"), device="cpu" or a '
     "name bound to one of them",
     "device_named": "the cell asks for device {device}, but this run is on {run}; ask for it "
     "with --device {device} (or write device={run})",

@@ -31,6 +31,7 @@ def dtype_name(text: str) -> str:
         raise DeviceError("unknown_dtype", dtype=text, dtypes=list(DTYPES), near=hint)
     return name
 
+
 # Default (rtol, atol) per dtype, as torch.testing.assert_close documents them.
 TOLERANCES: dict[str, tuple[float, float]] = {
     "float32": (1.3e-6, 1e-5),
