@@ -32,11 +32,14 @@ EXIT_CODES = "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad inp
 # The exit codes of every command beyond its verdicts and bad input (each command's help
 # ends with them; docs/trust.md, "Faults survived", lists them from here).
 INTERNAL_ERROR = 3
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program stopped by Ctrl-C
+BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
+TERMINATED = 143  # 128 + SIGTERM, as a shell reports a program it stopped
 FAULT_EXIT_CODES: dict[int, str] = {
     INTERNAL_ERROR: "internal error, a bug (AUTOGRAD_CLI_TRACEBACK=1 prints the traceback)",
-    130: "stopped by Ctrl-C",
-    141: "standard output closed early (a pipe into head)",
-    143: "stopped by SIGTERM",
+    INTERRUPTED: "stopped by Ctrl-C",
+    BROKEN_PIPE: "standard output closed early (a pipe into head)",
+    TERMINATED: "stopped by SIGTERM",
 }
 FAULT_EXITS = "Also: " + ", ".join(f"{k} {v}" for k, v in FAULT_EXIT_CODES.items()) + "."
 

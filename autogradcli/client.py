@@ -223,7 +223,7 @@ class Question:
         """Ctrl-C and the worker did not finish in time: what it printed, then exit 130
         with nothing more, as a command stopped by Ctrl-C in this process ends."""
         self._release()
-        return INTERRUPTED
+        return autogradcli.INTERRUPTED
 
 
 class _Replay(io.RawIOBase):
@@ -305,10 +305,6 @@ def start_worker(env: Mapping[str, str]) -> bool:
     return True
 
 
-INTERRUPTED = 130  # Ctrl-C, as a shell reports a program stopped by SIGINT
-BROKEN_PIPE = 141  # standard output closed early (| head), as the app exits
-
-
 def _control(action: str, env: Mapping[str, str]) -> int:
     """``worker status``/``stop``: its lines, and the app's exit codes when they cannot be
     written (a closed pipe: 141 quietly; a full disk: one ``Error:`` line, 2)."""
@@ -317,7 +313,7 @@ def _control(action: str, env: Mapping[str, str]) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
-        return BROKEN_PIPE
+        return autogradcli.BROKEN_PIPE
     except OSError as exc:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.stderr.write(f"Error: cannot write the output: {exc.strerror or exc}\n")

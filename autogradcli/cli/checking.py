@@ -17,14 +17,13 @@ from typing import Any
 
 import typer
 
+from autogradcli import INTERRUPTED, TERMINATED
 from autogradcli.cli.batch import Case, Done, exit_code, junit_xml, run_all, summary
-from autogradcli.cli.errors import INTERRUPTED, Coded, rich_pipe
+from autogradcli.cli.errors import Coded, rich_pipe
 from autogradcli.cli.parsing import write
 from autogradcli.errors import AutogradCliError
 from autogradcli.messages import CLI, error_text
 from autogradcli.render import Output
-
-TERMINATED = 143  # 128 + SIGTERM, as a shell reports a program it stopped
 
 
 class Terminated(BaseException):

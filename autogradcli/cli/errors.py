@@ -17,14 +17,13 @@ from typing import Any, NoReturn
 
 import typer
 
+from autogradcli import BROKEN_PIPE
 from autogradcli.errors import AutogradCliError, UnknownVariableError
 from autogradcli.messages import CLI, error_text
 from autogradcli.render import Output
 from autogradcli.render.json import error_document
 
 USAGE_EXIT = 2
-INTERRUPTED = 130  # Ctrl-C, as a shell reports a program stopped by SIGINT
-BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
 # Errors of writing the output: a reader that left (``| head``), a full disk or quota.
 OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 

@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from autogradcli import INTERNAL_ERROR, line_commands
+from autogradcli import INTERNAL_ERROR, INTERRUPTED, line_commands
 from autogradcli.cli.app import app
-from autogradcli.cli.errors import INTERRUPTED
 from autogradcli.cli.parsing import BOUND
 from autogradcli.errors import ValueSpecError
 

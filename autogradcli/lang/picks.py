@@ -43,7 +43,7 @@ def _reduce_loss(
         return objects(np, np.sum(losses))
     if total is None:
         return objects(np, np.sum(losses) * sp.Rational(1, max(losses.size, 1)))
-    return objects(np, sp.sympify(np.sum(losses)) / total)
+    return objects(np, sp.Add(*losses.reshape(-1)) / total)
 
 
 def _class_dim(x: ndarray) -> int:

@@ -36,6 +36,7 @@ import time
 import traceback
 from typing import Any
 
+from autogradcli import INTERRUPTED
 from autogradcli.worker import wire
 
 MAX_RUNNING = 4  # questions answered at once; more wait for one to finish
@@ -424,7 +425,7 @@ def answer(conn: socket.socket, request: dict[str, Any], pristine: Any) -> None:
         code = _exit_code(exc.code)
     except KeyboardInterrupt:
         traceback.print_exc()
-        code = 130
+        code = INTERRUPTED
     except BaseException:
         sys.excepthook(*sys.exc_info())
         code = 1
