@@ -178,6 +178,13 @@ ERRORS: dict[str, str] = {
     "out.backward()",
     "attribute_not_allowed": "'{text}' cannot be used: .{attr} is not an attribute the "
     "language knows; use .T, .data, .grad in print(...), or a method such as x.sum()",
+    "saved_attribute": "'{text}' reads what a node saved for backward; autograd-cli graph "
+    "--saved shows every node's {attr} (shapes, dtypes, first values) and what reading it "
+    "after backward() does",
+    "node_attribute": "'{text}' reads the graph itself; autograd-cli graph shows each node "
+    "and its next_functions (graph --saved: what each node saved)",
+    "constructor_cast": "'{text}' casts the new value; write the dtype in the constructor "
+    "instead: {fixed}",
     "not_a_pair": "'{text}': only torch.max(x, dim) and torch.min(x, dim) give (values, "
     "indices) pairs",
     "pair_result": "'{text}' gives (values, indices) in PyTorch; write {text}.values (or "

@@ -29,6 +29,7 @@ from autogradcli.lang.arguments import (
     param_value,
     tensor_item,
 )
+from autogradcli.lang.casts import casts_in_constructors
 from autogradcli.lang.lookalikes import lookalike
 from autogradcli.lang.ops import REQUIRED, Op
 from autogradcli.lang.picks import TENSOR
@@ -217,7 +218,7 @@ def module_of(text: str, limits: Limits, caret_power: bool = True) -> ast.Module
         raise ExpressionError("unparsable", detail=str(exc)) from None
     if not module.body:
         raise ExpressionError("expression_empty")
-    return module
+    return casts_in_constructors(module, CONSTRUCTORS - {"reshape"})
 
 
 _STRINGS = re.compile(r"'(?:[^'\\\n]|\\.)*'" + r'|"(?:[^"\\\n]|\\.)*"')
@@ -358,6 +359,10 @@ class Converter:
             if self.readable and isinstance(node.value, ast.Name):
                 return Name(f"{node.value.id}.{node.attr}")
             raise ExpressionError("readable_only", text=ast.unparse(node), attr=node.attr)
+        if node.attr.startswith(("_saved_", "_raw_saved_")):
+            raise ExpressionError("saved_attribute", text=ast.unparse(node), attr=node.attr)
+        if node.attr in ("next_functions", "metadata"):
+            raise ExpressionError("node_attribute", text=ast.unparse(node))
         if node.attr in ("backward", "zero_", "requires_grad_"):
             raise ExpressionError("statement_method", text=ast.unparse(node))
         raise ExpressionError("attribute_not_allowed", text=ast.unparse(node), attr=node.attr)

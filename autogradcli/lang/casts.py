@@ -1,0 +1,98 @@
+"""A cast written on a new value (``torch.arange(3).float()``): the constructor with its
+``dtype=``, as PyTorch would make it, or a refusal that names that spelling."""
+
+from __future__ import annotations
+
+import ast
+
+from autogradcli.errors import ExpressionError
+
+# cast methods and the dtype each makes
+CASTS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+_DTYPE_NAMES = {
+    "float32": "float32",
+    "float": "float32",
+    "float64": "float64",
+    "double": "float64",
+    "float16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+}
+
+
+def cast_target(method: str, node: ast.Call) -> str | None:
+    """The dtype ``.float()``/``.double()``/``.half()``/``.to(torch.float64)`` casts to,
+    None when the call is not such a cast."""
+    if method in CASTS and not node.args and not node.keywords:
+        return CASTS[method]
+    if method not in ("to", "type"):
+        return None
+    given = [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]
+    others = [k for k in node.keywords if k.arg != "dtype"]
+    if len(given) != 1 or others:
+        return None
+    found = given[0]
+    written = isinstance(found, ast.Attribute) and isinstance(found.value, ast.Name)
+    if written and found.value.id == "torch":  # type: ignore[attr-defined]
+        return _DTYPE_NAMES.get(found.attr)  # type: ignore[attr-defined]
+    return None
+
+
+def cast_constructor(constructor: ast.Call, target: str, cast: ast.Call) -> ast.Call:
+    """``torch.arange(3).float()`` read as ``torch.arange(3, dtype=torch.float32)``.
+
+    PyTorch's default dtype is float32, so a cast to float32 of a constructor without
+    ``dtype=`` is exact (a float32 tensor unchanged, or integers made floats). Any other cast
+    rounds the values once more than the constructor with ``dtype=`` would, so it is refused
+    with that spelling."""
+    written = next((k for k in constructor.keywords if k.arg == "dtype"), None)
+    keywords = [k for k in constructor.keywords if k.arg != "dtype"]
+    dtype = ast.Attribute(value=ast.Name(id="torch", ctx=ast.Load()), attr=target, ctx=ast.Load())
+    fixed = ast.Call(
+        func=constructor.func,
+        args=constructor.args,
+        keywords=[*keywords, ast.keyword(arg="dtype", value=dtype)],
+    )
+    ast.copy_location(fixed, constructor)
+    if written is None and target == "float32":
+        return fixed
+    if written is not None and ast.unparse(written.value) in (f"torch.{target}",):
+        return constructor  # a cast to the dtype it already has: the same tensor
+    raise ExpressionError("constructor_cast", text=ast.unparse(cast), fixed=ast.unparse(fixed))
+
+
+class _Casts(ast.NodeTransformer):
+    """Each ``<constructor>(...).float()`` replaced by its constructor with ``dtype=``."""
+
+    def __init__(self, constructors: frozenset[str], modules: frozenset[str]) -> None:
+        self.constructors = constructors
+        self.modules = modules
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)):
+            return node
+        target = cast_target(func.attr, node)
+        if target is None or not self.made_by_constructor(func.value):
+            return node
+        return cast_constructor(func.value, target, node)
+
+    def made_by_constructor(self, node: ast.Call) -> bool:
+        root: ast.AST = node.func
+        if not isinstance(root, ast.Attribute) or root.attr not in self.constructors:
+            return False
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id in self.modules
+
+
+def casts_in_constructors(module: ast.Module, constructors: frozenset[str]) -> ast.Module:
+    """The module with each cast of a new value read as its constructor's ``dtype=``
+    (``torch.arange(3).float()``), or the error that names that spelling."""
+    modules = {"torch", "np", "numpy"}
+    for node in ast.walk(module):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+    found = _Casts(constructors, frozenset(modules)).visit(module)
+    return ast.fix_missing_locations(found)
