@@ -8,15 +8,7 @@ import pytest
 import torch
 
 import autogradcli as ag
-from tests.conftest import cli
-
-
-def refused(*args: str) -> str:
-    """The one error line of ``autograd-cli grad ARGS`` (exit 2)."""
-    run = cli("grad", *args)
-    assert run.exit_code == 2, run.stdout
-    assert run.stderr.count("\n") == 1 and run.stderr.startswith("Error: ")
-    return run.stderr.strip()
+from tests.test_keywords import refused
 
 
 @pytest.mark.parametrize(
