@@ -121,3 +121,41 @@ def test_a_model_without_an_evaluation_beside_the_point_leaves_kinks_as_they_are
     assert exact.expected.kinks["x"].tolist() == [True, False]
     numeric = NumericModel(bound.program, bound.shapes, bound.limits)
     assert kink_sides(numeric, bound.arrays, None, exact.expected) is exact.expected
+
+
+# --- what the sides decide where SymPy or a side has no number ----------------------------
+
+
+def test_a_real_kink_where_sympy_has_no_number_is_referenced_at_its_number_nearest_0():
+    """relu(x) - relu(-x)/2 + x*sqrt(relu(x)) at 0: the sides are 1/2 and 1 (the last term
+    is x**1.5 on the right, 0 on the left), SymPy's value is NaN there (x times
+    sqrt(relu(x))'s 0/0), PyTorch's 0 lies outside. The reference is 1/2, the interval's
+    number nearest 0, and the error PyTorch's distance from it."""
+    r = ag.grad("relu(x) - relu(-x)/2 + x*sqrt(relu(x))", {"x": 0.0}, dtype="float64")
+    x = r.variables["x"]
+    assert (x.verdict, x.cause.code) == ("disagree", "kink_outside")
+    assert (x.cause.data["low"], x.cause.data["high"]) == (0.5, 1.0)
+    assert float(x.expected) == 0.5
+    assert x.max_abs_error == 0.5
+
+
+def test_a_one_at_a_time_move_that_lands_on_another_kink_leaves_the_element_out():
+    """relu(x) + relu(x - 2**-160) at 0: the step to the right lands exactly on the second
+    kink, so that side has no partial derivative (SymPy's there would count relu'(0) as
+    1/2, giving a false 3/2): the element stays left out, PyTorch's convention."""
+    r = ag.grad("relu(x) + relu(x - 2**-160)", {"x": 0.0}, dtype="float64")
+    assert r.verdict == "agree"
+    assert _notes(r) == [("kink", {"codes": ["relu"], "excluded": 1, "values": [0.0]})]
+
+
+def test_a_zero_weight_does_not_hide_a_side_outside_the_domain():
+    """relu(x) + sqrt(x) at [0, 1] with weights [0, 1]: left of 0, sqrt has no derivative,
+    and 0 times no number is no number (as backward(w) computes 0*inf): the side is
+    undecided, never a derivative 0 that a zero weight made up. The reference at 0 is
+    NaN (0 times sqrt'(0)), PyTorch's NaN there is at relu's kink (✗, non_differentiable,
+    not a missed derivative)."""
+    r = ag.grad("relu(x) + sqrt(x)", {"x": [0.0, 1.0]}, weights=[0.0, 1.0], dtype="float64")
+    x = r.variables["x"]
+    assert np.isnan(x.expected[0]) and x.expected[1] == 1.5
+    assert (x.verdict, x.cause.code) == ("disagree", "non_differentiable")
+    assert _notes(r) == []

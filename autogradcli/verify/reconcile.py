@@ -126,7 +126,9 @@ class Decided:
 
 def decide(left: np.ndarray, right: np.ndarray, mask: np.ndarray, values: np.ndarray) -> Decided:
     """The rule at the ``mask`` elements, from the ``left`` and ``right`` partial
-    derivatives there (NaN: no number, left undecided)."""
+    derivatives there (NaN: no number, left undecided). Where SymPy's value at a real
+    kink is NaN (0*inf in its derivative), the reference is the interval's number nearest
+    0 (its least subgradient in size): 0 clipped to the interval."""
     decided = mask & ~np.isnan(left) & ~np.isnan(right)
     with np.errstate(all="ignore"):
         near = np.abs(left - right) <= SIDES_RTOL * np.maximum(np.abs(left), np.abs(right))
@@ -239,6 +241,7 @@ def _beside(
         moved = np.array(seen[name], dtype=np.float64)
         toward = math.inf if direction > 0 else -math.inf
         moved[mask] = np.nextafter(moved[mask], toward)
+    # exact_zeros False: a zero weight times no number is no number, as in backward(w)
     found = evaluate({**seen, name: moved}, weights, frozenset({name}), False, arith)
-    still = np.broadcast_to(found.kinks.get(name, False), mask.shape) & mask
+    still = np.broadcast_to(found.kinks[name], mask.shape) & mask  # kinks has every name
     return np.broadcast_to(found.grads[name], mask.shape), still
