@@ -64,8 +64,7 @@ def chain_rule(
             inputs = tuple(n for n in direct_inputs(node) if n in all_shapes)
             step = Program(unparse(node), node, inputs)
             model = SymbolicModel(step, {n: all_shapes[n] for n in inputs}, limits)
-            text = model.derivative_latex(wrt) if latex else model.derivative_text(wrt)
-            local[(unit, wrt)] = str(text)
+            local[(unit, wrt)] = model.local_text(wrt, latex)
         return local[(unit, wrt)]
 
     paths: list[list[str]] = []

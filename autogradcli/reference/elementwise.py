@@ -240,17 +240,6 @@ class SymbolicModel:
             self._derivatives[key] = self._patterns[pattern].xreplace(back)
         return self._derivatives[key]
 
-    def _unwrapped(self, name: str) -> tuple[sp.Expr, Block, sp.Symbol]:
-        """The elementwise derivative with respect to ``name``, outer sum/mean unwrapped."""
-        block, scale = self.output, sp.Integer(1)
-        while block.expr in self.reductions:
-            inner = self.reductions[block.expr]
-            if inner.kind == "mean":
-                scale /= max(math.prod(inner.shape), 1)
-            block = inner
-        symbol = self.symbols[name]
-        return scale * self.derivative(block, symbol), block, symbol
-
     def substituted(self) -> SymbolicModel | None:
         """The model that writes the derivative text: this one, or for a step-wise model
         the program substituted into one expression (None past ``TEXT_STEPS`` steps or
@@ -269,28 +258,65 @@ class SymbolicModel:
     def derivative_latex(self, name: str, weights_are_ones: bool = True) -> str | None:
         """The same derivative as LaTeX (SymPy's printer)."""
         model = self.substituted()
-        if model is None:
-            return None
-        return sp.latex(model._unwrapped(name)[0])
+        return None if model is None else sp.latex(model.total(name, weights_are_ones))
 
     def derivative_text(self, name: str, weights_are_ones: bool = True) -> str | None:
-        """The elementwise derivative with respect to ``name``, outer sum/mean unwrapped
-        (None where the program is too long to write it out, see ``substituted``)."""
+        """The derivative of the number ``.grad`` holds, per element of ``name`` (see
+        ``total``); None where the program is too long to write out (``substituted``)."""
         model = self.substituted()
-        if model is None:
-            return None
-        if model is not self:
-            return model.derivative_text(name, weights_are_ones)
-        derivative, block, symbol = self._unwrapped(name)
-        text = str(derivative)
-        through = sorted(
-            str(r)
-            for r in block.expr.free_symbols
-            if r in self.reductions and self._flows(r, symbol)
-        )
-        if through:
-            text += f"  [+ chain rule through {', '.join(through)}]"
-        return text
+        return None if model is None else str(model.total(name, weights_are_ones))
+
+    def local_text(self, name: str, latex: bool = False) -> str:
+        """d out_i / d name_j, a factor of the chain-rule line (which sums over broadcasts
+        itself); for an output of several elements its elementwise part, and the
+        reductions it goes through named."""
+        if math.prod(self.output.shape) == 1:
+            expr = self.total(name, True)
+            return sp.latex(expr) if latex else str(expr)
+        symbol = self.symbols[name]
+        expr = self.derivative(self.output, symbol)
+        if latex:
+            return sp.latex(expr)
+        free = self.output.expr.free_symbols
+        through = sorted(str(r) for r in free if r in self.reductions and self._flows(r, symbol))
+        return str(expr) + (f"  [+ chain rule through {', '.join(through)}]" if through else "")
+
+    def total(self, name: str, weights_are_ones: bool = True) -> sp.Expr:
+        """d (sum_i w_i out_i) / d name_j, one SymPy term: each block's partial derivatives
+        times what reaches it, summed over the elements broadcast to name_j, and through
+        each reduction (users first). Sums are symbols ``sum(...)``; w: 1 or ``weights``."""
+        symbol, shape = self.symbols[name], self.shapes[name]
+        used = {*self.symbols, *(s.name for s in self.expression.steps)}
+        weight = "weights"
+        while weight in used:
+            weight += "_"
+        upstream = sp.Integer(1) if weights_are_ones else sp.Symbol(weight, real=True)
+        shapes: dict[sp.Symbol, Shape] = {s: self.shapes[n] for n, s in self.symbols.items()}
+        shapes.update({s: b.shape for s, b in self.reductions.items() if b.kind == "detach"})
+        shapes[sp.Symbol(weight, real=True)] = self.output.shape
+        found: list[sp.Expr] = []
+        pending: dict[sp.Symbol, sp.Expr] = {}
+        block: Block | None = self.output
+        order = reversed([s for s in self.reductions if self._flows(s, symbol)])
+        while block is not None:
+            for used_symbol in sorted(block.expr.free_symbols, key=str):
+                flows = used_symbol in self.reductions and self._flows(used_symbol, symbol)
+                if used_symbol != symbol and not flows:
+                    continue
+                term = upstream * self.derivative(block, used_symbol)
+                if used_symbol == symbol:
+                    found.append(_summed(term, block.shape, shape, shapes))
+                else:
+                    reached = _summed(term, block.shape, (), shapes)
+                    pending[used_symbol] = pending.get(used_symbol, sp.Integer(0)) + reached
+            block = None
+            for reduction in order:
+                if reduction in pending:
+                    block, upstream = self.reductions[reduction], pending.pop(reduction)
+                    if block.kind == "mean":
+                        upstream /= max(math.prod(block.shape), 1)
+                    break
+        return sp.Add(*found)
 
     def _flows(self, reduction: sp.Symbol, symbol: sp.Symbol) -> bool:
         """Whether a gradient flows from ``reduction`` back to ``symbol``: it uses it, and
@@ -530,3 +556,42 @@ def _accumulate(grads: dict[Any, Any], name: Any, contribution: np.ndarray, arit
         np.add(total, contribution, out=total)
     else:
         grads[name] = total + contribution
+
+
+def _shape_of(expr: sp.Expr, shapes: dict[sp.Symbol, Shape]) -> Shape:
+    """The shape a term broadcasts to: its symbols' shapes (a reduction's: a number)."""
+    return tuple(np.broadcast_shapes(*(shapes.get(s, ()) for s in expr.free_symbols)))
+
+
+def _summed(term: sp.Expr, shape: Shape, to: Shape, shapes: dict[sp.Symbol, Shape]) -> sp.Expr:
+    """``term`` over a block of ``shape`` summed to the shape ``to`` it was broadcast
+    from, as a term: each product's factors that do not vary along the summed dimensions
+    outside the sum, a count where nothing varies, the rest as a symbol ``sum(...)``
+    (``dim=`` where ``to`` keeps some dimensions)."""
+    if tuple(shape) == tuple(to):
+        return term
+    lead = len(shape) - len(to)
+    summed = [d for d in range(len(shape)) if d < lead or (to[d - lead] == 1 and shape[d] != 1)]
+    pieces = []
+    for piece in sp.Add.make_args(term):
+        outside, inside = [], []
+        for factor in sp.Mul.make_args(piece):
+            own = _shape_of(factor, shapes)
+            padded = (1,) * (len(shape) - len(own)) + own
+            (inside if any(padded[d] > 1 for d in summed) else outside).append(factor)
+        own = _shape_of(sp.Mul(*inside), shapes)
+        offset = len(shape) - len(own)
+        varying = [d for d in summed if d >= offset and own[d - offset] > 1]
+        count = math.prod(shape[d] for d in summed if d not in varying)
+        if not inside:
+            pieces.append(count * piece)
+            continue
+        text, whole = str(sp.Mul(*inside)), math.prod(to) == 1
+        keep = [d - offset for d in varying if d >= lead and not whole]
+        drop = [d - offset for d in varying if d < lead and not whole]
+        for dims, tail in ((keep, ", keepdim=True"), (drop, "")):
+            if dims:  # keepdim first: the dimensions dropped after it keep their numbers
+                text = f"sum({text}, dim={dims[0] if len(dims) == 1 else tuple(dims)}{tail})"
+        text = f"sum({text})" if whole else text
+        pieces.append(count * sp.Mul(*outside) * sp.Symbol(text, real=True))
+    return sp.Add(*pieces)
