@@ -12,7 +12,7 @@ import numpy as np
 
 from autogradcli.bind import Bound
 from autogradcli.errors import AutogradCliError
-from autogradcli.lang.cellstatements import Printed
+from autogradcli.lang.cellstatements import Branch, Printed
 from autogradcli.lang.program import active_hooks
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Backward, Name, Node, Program, Rebuild, Reset, Show
@@ -31,7 +31,10 @@ from autogradcli.verify.custom import check_cell
 
 
 def run_cell(bound: Bound) -> CellResult:
-    """Every line of the cell in order, each event checked."""
+    """Every line of the cell in order, each event checked. A cell that stopped at a
+    tensor condition when it was parsed (no values then) is read again with the run's."""
+    if any(isinstance(s, Branch) and s.open for s in bound.program.statements):
+        bound = follow(bound)
     ran = torch_cell(bound)
     settings = bound.settings
     rtol, atol = settings.tolerance
@@ -56,12 +59,62 @@ def run_cell(bound: Bound) -> CellResult:
         atol=atol,
         events=tuple(events),
         seed=bound.seed,
-        notes=tuple(dict.fromkeys([*bound.notes, *_hook_notes(events)])),
+        notes=tuple(dict.fromkeys([*bound.notes, *_hook_notes(events), *path_notes(bound)])),
         error=error,
         rounding_bound=relative,
         strict=settings.strict,
         functions=check_cell(bound, ran.seen),  # custom autograd Functions: the user's backward
     )
+
+
+def follow(bound: Bound) -> Bound:
+    """The cell read again, each tensor condition from the values the run will have (its
+    inputs, its seed, dtype and device): only the path taken becomes lines."""
+    import secrets
+
+    from autogradcli.bind import bind
+    from autogradcli.lang.flow import PATH_ORACLE
+    from autogradcli.torchside.cell import PathOracle
+
+    program, settings = bound.program, bound.settings
+    given = {n: bound.arrays[n] for n in program.variables if program.leaf(n) is None}
+    const = [n for n in given if n not in bound.differentiate]
+    known = [s for s in (program.seed, settings.seed, bound.seed) if s is not None]
+    seed = known[0] if known else secrets.randbelow(2**31)
+    chosen = settings if program.seed is not None else settings.but(seed=seed)
+    token = PATH_ORACLE.set(PathOracle(given, set(given) - set(const), chosen, seed))
+    try:
+        again = bind(program.text, given, chosen, const=const)
+    finally:
+        PATH_ORACLE.reset(token)
+    return replace(again, notes=tuple(dict.fromkeys([*bound.notes, *again.notes])))
+
+
+def path_notes(bound: Bound) -> list[Note]:
+    """What each tensor condition decided (the path the graph and the reference follow)."""
+    seen: dict[tuple[int, str], list[bool | None]] = {}
+    kinds: dict[tuple[int, str], str] = {}
+    for s in bound.program.statements:
+        if isinstance(s, Branch) and not s.open:
+            seen.setdefault((s.line, s.text), []).append(s.taken)
+            kinds[(s.line, s.text)] = s.kind
+    notes: list[Note] = []
+    for (line, text), taken in seen.items():
+        where = {"line": line, "text": text}
+        true, false = taken.count(True), taken.count(False)
+        if kinds[(line, text)] == "while":
+            reached = false + taken.count(None)
+            if reached == 1:
+                notes.append(Note("flow_while", {**where, "count": true}))
+            else:
+                notes.append(Note("flow_while_again", {**where, "count": true, "reached": reached}))
+        elif true + false == 1:
+            notes.append(Note("flow_if", {**where, "value": bool(true)}))
+        elif true + false:
+            notes.append(Note("flow_if_again", {**where, "true": true, "false": false}))
+    if notes:
+        notes.append(Note("flow_path"))
+    return notes
 
 
 def _hook_notes(events: list[CellEvent]) -> list[Note]:

@@ -576,6 +576,26 @@ ERRORS: dict[str, str] = {
     "name bound to one of them",
     "device_named": "the cell asks for device {device}, but this run is on {run}; ask for it "
     "with --device {device} (or write device={run})",
+    # tensor conditions and the cell's own functions (lang/flow.py, issue 26 §1)
+    "while_form": "'{text}' is not a loop this tool runs: write 'while CONDITION:' without "
+    "break, continue or else (the condition a Python number or a one-element tensor)",
+    "while_iterations_cap": "'{text}' ran past the cap of {cap} iterations for all of a "
+    "cell's loops together; make the condition end sooner",
+    "flow_in_with": "a tensor condition or a call of the cell's own function inside a 'with' "
+    "block is not followed; write the 'if', the 'while' or the call outside the block",
+    "function_form": "'def {name}(...)' is not a function this tool inlines: write plain "
+    "parameters (no defaults, *args, **kwargs or decorators), e.g. 'def f(a):'",
+    "function_call_alone": "'{text}': a call of the cell's own function '{name}' goes on a "
+    "line of its own, 'NAME = {name}(...)' (then use NAME in the expression)",
+    "function_arguments": "'{text}': '{name}' takes the arguments {params}, each given once",
+    "function_returns_nothing": "'{text}': the function returned no tensor (no 'return "
+    "VALUE' ran), so the name would be None; return the tensor",
+    "call_depth": "'{text}': calls of the cell's own functions nest past {cap} (recursion); "
+    "write the computation without recursion",
+    "flow_changed": "'{line}': the run read this condition as {now}, but the cell was read "
+    "with it {then}; the path cannot be trusted, so the run stops here (please report it)",
+    "unbound_local": "'{name}' is read before the function assigns it (Python raises "
+    "UnboundLocalError); pass it as an argument or assign it first",
 }
 
 
@@ -797,6 +817,17 @@ NOTES: dict[str, str] = {
     "is too coarse: its rounding alone limits the differences to about {rounding:.2g} (the "
     "function's value is large beside its slope); raise [[sympy_seconds]] for SymPy's exact "
     "check",
+    # tensor conditions (lang/flow.py): the path taken
+    "flow_while": "'{text}' (line {line}): the loop ran {count} times, its condition read "
+    "from the tensor values as PyTorch reads them",
+    "flow_while_again": "'{text}' (line {line}): reached {reached} times, the loop ran "
+    "{count} times in all, each condition read from the tensor values as PyTorch reads them",
+    "flow_if": "'{text}' (line {line}): the condition was {value} (read from the tensor "
+    "values as PyTorch reads them)",
+    "flow_if_again": "'{text}' (line {line}): the condition was True {true} times and False "
+    "{false} times (each read from the tensor values as PyTorch reads them)",
+    "flow_path": "the graph is the path these conditions took, and the reference "
+    "differentiates that path (other values may take another path, with another derivative)",
 }
 
 

@@ -125,9 +125,10 @@ def test_the_update_changes_the_leaf_as_pytorch_does() -> None:
             "cell's loops together; run fewer iterations",
         ),
         (
-            "y = a * 2\nif y > 0:\n    y.backward()\n",
-            "'if y > 0:' reads a tensor, which this tool does not follow yet; a cell's 'if' "
-            "takes Python numbers (such as 'if t % 100 == 99:')",
+            "y = a * 2\nwhile y < 100:\n    y = y * 2\n    if y > 50:\n        break\n"
+            "y.backward()\n",
+            "'while y < 100:' is not a loop this tool runs: write 'while CONDITION:' without "
+            "break, continue or else (the condition a Python number or a one-element tensor)",
         ),
     ],
 )

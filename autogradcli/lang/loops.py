@@ -3,7 +3,14 @@ Python numbers, dtypes and devices (``learning_rate = 1e-6``, ``dtype = torch.fl
 ``device = torch.device("cpu")``), ``math.pi``/``math.e``/``pi`` as numbers, ``for NAME in
 range(...)`` unrolled with NAME a number, ``if`` on Python numbers decided, and
 ``from torch.autograd import Function`` as a name. Nothing is evaluated from text: the
-numbers are literals of the syntax tree and the arithmetic is Python's on them."""
+numbers are literals of the syntax tree and the arithmetic is Python's on them.
+
+Control flow on tensors (d2l's ``while b.norm() < 1000:``, ``if b.sum() > 0:``) and plain
+``def f(a): ... return c`` called later (``d = f(a)``, inlined with its own scope): the
+lines are handed to the builder one at a time (a generator), so a tensor condition is
+read from the run's values at that point (``decide``, the builder's) and only the path
+taken becomes lines; the builder records each decision (``Branch``) for the run to read
+again."""
 
 from __future__ import annotations
 
@@ -11,11 +18,12 @@ import ast
 import copy
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from autogradcli.errors import ExpressionError
+from autogradcli.lang.flow import Enter, Flow, FlowUnroll, Leave, Return, breaks
 
 # caps on what a cell's loops may run (raised with the API's max_iterations/max_lines)
 MAX_ITERATIONS = 100_000
@@ -61,9 +69,10 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
 
 
 @dataclass
-class Unroller:
+class Unroller(FlowUnroll):
     """Rewrites a cell's module: Python-number lines folded, loops unrolled, ``if`` on
-    numbers decided; the lines left are the tensor lines the builder reads."""
+    numbers decided; the lines left are the tensor lines the builder reads. A tensor
+    condition is handed to ``decide`` (the builder's: the run's values at that point)."""
 
     max_iterations: int = MAX_ITERATIONS
     max_lines: int = MAX_LINES
@@ -74,16 +83,20 @@ class Unroller:
     lines: int = 0
     iterations: int = 0
     used_devices: set[str] = field(default_factory=set)
+    decide: Callable[[ast.expr, str, str, int], bool] | None = None
+    defs: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)  # the calls under way (innermost last)
+    in_with: int = 0
 
-    def module(self, module: ast.Module) -> ast.Module:
-        body = self.block(module.body)
-        return ast.Module(body=body, type_ignores=[])
+    def statements(self, body: list[ast.stmt]) -> Iterator[ast.stmt | Flow]:
+        for stmt in body:
+            yield from self.statement(stmt)
 
     def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for stmt in body:
-            out += self.statement(stmt)
-        return out
+        out = list(self.statements(body))
+        if any(isinstance(s, Enter | Return | Leave) for s in out):
+            raise ExpressionError("flow_in_with")
+        return out  # type: ignore[return-value]
 
     def count(self, text: ast.AST) -> None:
         self.lines += 1
@@ -92,29 +105,41 @@ class Unroller:
                 "cell_lines_cap", cap=self.max_lines, text=ast.unparse(text).split("\n")[0]
             )
 
-    def statement(self, stmt: ast.stmt) -> list[ast.stmt]:
+    def statement(self, stmt: ast.stmt) -> Iterator[ast.stmt | Flow]:
         self.count(stmt)
         if isinstance(stmt, ast.ImportFrom) and all(
             (stmt.module, a.name) in NAMED_IMPORTS and a.asname is None for a in stmt.names
         ):
             self.imported.update(a.name for a in stmt.names)
-            return []
+            return
+        if isinstance(stmt, ast.FunctionDef) and self.define(stmt):
+            return
         if isinstance(stmt, ast.Assign) and self.python_binding(stmt):
-            return []
+            return
         if isinstance(stmt, ast.For):
-            return self.loop(stmt)
-        if isinstance(stmt, ast.If):
-            value = self.number(stmt.test)
-            if value is None:
-                raise ExpressionError("if_not_number", text=ast.unparse(stmt.test))
-            return self.block(stmt.body if value else stmt.orelse)
-        if isinstance(stmt, ast.With):
+            yield from self.loop(stmt)
+        elif isinstance(stmt, ast.While):
+            yield from self.while_loop(stmt)
+        elif isinstance(stmt, ast.If):
+            test = self.truth(stmt.test, f"if {ast.unparse(stmt.test)}:", "if", stmt)
+            yield from self.statements(stmt.body if test else stmt.orelse)
+        elif isinstance(stmt, ast.With):
             stmt = copy.copy(stmt)
-            stmt.body = self.block(stmt.body)
-            return [stmt]
-        for target in _targets(stmt):
-            self.forget(target)
-        return [self.substitute(stmt)]
+            self.in_with += 1
+            try:
+                stmt.body = self.block(stmt.body)
+            finally:
+                self.in_with -= 1
+            yield stmt
+        elif isinstance(stmt, ast.Return) and self.calls:
+            yield from self.returned(stmt)
+        elif (called := self.called(stmt)) is not None:
+            yield from self.call(stmt, *called)
+        else:
+            self.refuse_calls(stmt)
+            for target in _targets(stmt):
+                self.forget(target)
+            yield self.substitute(stmt)
 
     def forget(self, name: str) -> None:
         for table in (self.numbers, self.dtypes, self.devices):
@@ -222,7 +247,7 @@ class Unroller:
             return next((v for v in found if v), found[-1])
         return None
 
-    def loop(self, stmt: ast.For) -> list[ast.stmt]:
+    def loop(self, stmt: ast.For) -> Iterator[ast.stmt | Flow]:
         """``for NAME in range(...)``: its body once per number, NAME that number."""
         head = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}:"
         call = stmt.iter
@@ -245,20 +270,20 @@ class Unroller:
                 "loop_iterations_cap", text=head, count=len(numbers), cap=self.max_iterations
             )
         self.iterations += len(numbers)
-        for node in ast.walk(stmt):
-            if isinstance(node, (ast.Break, ast.Continue)):
-                raise ExpressionError("loop_not_range", text=head)
-        out: list[ast.stmt] = []
+        if breaks(stmt.body):
+            raise ExpressionError("loop_not_range", text=head)
         name = stmt.target.id
         for value in numbers:
             self.forget(name)
             self.numbers[name] = value
-            out += self.block(stmt.body)  # each line is copied where it is substituted
-        return out
+            yield from self.statements(stmt.body)  # each line is copied where it is substituted
 
     def substitute(self, stmt: ast.stmt) -> ast.stmt:
         """The line with the numbers, dtypes and devices its names hold written in."""
         return _Substitute(self).visit(clone(stmt))  # type: ignore[no-any-return]
+
+    def substitute_expr(self, node: ast.expr) -> ast.expr:
+        return _Substitute(self).visit(clone(node))  # type: ignore[no-any-return]
 
 
 class _Substitute(ast.NodeTransformer):
@@ -331,12 +356,3 @@ def _targets(stmt: ast.stmt) -> list[str]:
     if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and isinstance(stmt.target, ast.Name):
         return [stmt.target.id]
     return []
-
-
-def unroll(
-    module: ast.Module, max_iterations: int = MAX_ITERATIONS, max_lines: int = MAX_LINES
-) -> tuple[ast.Module, set[str]]:
-    """The module with its Python-number lines folded and its loops unrolled, and the
-    devices its constructors name."""
-    unroller = Unroller(max_iterations, max_lines)
-    return unroller.module(module), unroller.used_devices

@@ -15,19 +15,23 @@ from __future__ import annotations
 
 import ast
 import copy
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from autogradcli.errors import ExpressionError
+from autogradcli.lang import loops
 from autogradcli.lang.analysis import check_constants
 from autogradcli.lang.cellstatements import DeviceUse
 from autogradcli.lang.converter import CONSTRUCTORS, NAMESPACES, Converter, module_of
 from autogradcli.lang.customlines import CustomLines
+from autogradcli.lang.flow import PATH_ORACLE, UNBOUND, FlowLines, Stop, seed_of
 from autogradcli.lang.guards import Guard as Guard
 from autogradcli.lang.guards import PythonSemantics, literal
 from autogradcli.lang.hooks import HookLines, as_lambda
 from autogradcli.lang.hooks import active_hooks as active_hooks
 from autogradcli.lang.inplace import InPlaceLines
-from autogradcli.lang.loops import unroll
+from autogradcli.lang.loops import Unroller
 from autogradcli.lang.names import Renames
 from autogradcli.lang.prints import PrintLines
 from autogradcli.lang.syntax import (
@@ -96,7 +100,7 @@ _STATEMENTS: dict[type, str] = {
 
 
 @dataclass
-class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines):
+class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines, FlowLines):
     """Reads a cell line by line: names to their current step, leaves, and statements."""
 
     text: str
@@ -126,6 +130,10 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines):
     lifts: dict[int, Name] = field(default_factory=dict)  # a constructor lifted once
     counters: dict[str, int] = field(default_factory=dict)  # the last k of written_k
     segments: dict[tuple[int | None, ...], str] = field(default_factory=dict)
+    oracle: Any = None  # reads a tensor condition from the run's values (cellrun's)
+    frames: list[tuple[dict[str, str], frozenset[str]]] = field(default_factory=list)
+    returning: Node | None = None
+    branched: bool = False  # a tensor condition was read
 
     def written(self, stmt: ast.AST) -> str:
         """The line as the cell writes it (its spacing kept), for showing."""
@@ -142,7 +150,7 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines):
         """The name for a new binding of ``written``: itself the first time, then
         ``written_2``, ``written_3``, ... (never a name the text uses)."""
         name, k = written, 1
-        if written in self.current or written in self.free or written in self.taken:
+        if self.current.get(written) or written in self.free or written in self.taken:
             k = self.counters.get(written, 1) + 1  # a loop binds a name thousands of times
             name = f"{written}_{k}"
             while name in self.taken or name in self.idents:
@@ -164,6 +172,8 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines):
                 base, dot, attr = found.id.partition(".")
                 if base in builder.current:
                     target = builder.current[base]
+                    if target == UNBOUND:
+                        raise ExpressionError("unbound_local", name=base)
                     builder.used.add(target)
                     return Name(f"{target}{dot}{attr}")
                 if dot:
@@ -456,16 +466,27 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines):
 
     # --- the whole -----------------------------------------------------------------------
 
-    def build(self, module: ast.Module) -> Program:
+    def build(self, module: ast.Module, lines: Iterable[Any] | None = None) -> Program:
+        """The program of ``module``'s lines (``lines``: a cell's, unrolled as they come)."""
         self.idents = {n.id for n in ast.walk(module) if isinstance(n, ast.Name)}
         body = module.body
-        for index, stmt in enumerate(body):
-            self.line(stmt, last=index == len(body) - 1)
+        end = _place(body[-1]) if body else None
+        try:
+            for stmt in body if lines is None else lines:
+                if isinstance(stmt, ast.stmt):
+                    self.line(stmt, last=_place(stmt) == end)
+                else:
+                    self.flow(stmt)
+        except Stop:
+            pass
         for name in self.functions:
             if name not in self.registered:
                 raise ExpressionError("function_not_hook", name=name)
         if self.root is None:
             self.root = self.output_root()
+        if self.branched:  # values given for names only a path not taken reads
+            read = {n.id for n in ast.walk(module) if isinstance(n, ast.Name)}
+            self.free += [n for n in sorted(self.given & read) if n not in self.free]
         if not any(isinstance(s, (Backward, Show)) for s in self.statements):
             self.name_last_bindings()
         cell = self.is_cell()
@@ -499,6 +520,8 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines):
             return targets[-1]
         if self.steps:
             return Name(self.steps[-1].name)
+        if self.branched:  # the cell ends at a condition before computing anything
+            return Num(0.0)
         raise ExpressionError("nothing_computed")
 
     def check_used(self) -> None:
@@ -520,7 +543,7 @@ def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()
     bitwise xor, ``np.f``/``math.f`` of a tensor do what NumPy and ``math`` do. In an
     expression ``^`` is power and ``np.``/``math.`` name the same functions as ``torch.``."""
     cell = _looks_like_cell(module_of(text, limits, caret_power=False))
-    program = _build(text, limits, given, cell)
+    program = _build(text, limits, given, cell)  # a tensor condition's Branch shows: a cell
     if program.is_cell != cell:
         program = _build(text, limits, given, program.is_cell)
     return program
@@ -528,11 +551,20 @@ def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()
 
 def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Program:
     module = module_of(text, limits, caret_power=not cell)
-    builder = _Builder(text, limits, given, cell=cell)
-    if cell:  # Python's numbers, loops and ifs around the tensors, read first
-        module, devices = unroll(module)
-        builder.statements += [DeviceUse(d) for d in sorted(devices)]  # type: ignore[misc]
-    return builder.build(module)
+    builder = _Builder(text, limits, given, cell=cell, oracle=PATH_ORACLE.get())
+    if not cell:
+        return builder.build(module)
+    # Python's numbers, loops, ifs and functions around the tensors, read as they come
+    builder.seed = seed_of(module)
+    caps = (getattr(limits, n, getattr(loops, n.upper())) for n in ("max_iterations", "max_lines"))
+    unroller = Unroller(*caps, decide=builder.decide)
+    program = builder.build(module, unroller.statements(module.body))
+    devices = tuple(DeviceUse(d) for d in sorted(unroller.used_devices))
+    return replace(program, statements=devices + program.statements)
+
+
+def _place(stmt: ast.stmt) -> tuple[int, int]:
+    return (stmt.lineno, stmt.col_offset)
 
 
 def _looks_like_cell(module: ast.Module) -> bool:

@@ -22,13 +22,16 @@ from autogradcli.errors import (
     VariableError,
 )
 from autogradcli.footprint import check_run
-from autogradcli.lang.cellstatements import DeviceUse, Printed, Update
+from autogradcli.lang.cellstatements import Branch, DeviceUse, Printed, Update
 from autogradcli.lang.program import Guard
 from autogradcli.lang.tree import (
     Backward,
     Hook,
+    Leaf,
     Name,
     Node,
+    Num,
+    Program,
     Reset,
     Show,
     Statement,
@@ -36,9 +39,12 @@ from autogradcli.lang.tree import (
     Unhook,
     walk_names,
 )
+from autogradcli.lang.values import RandomSource, read_constructor
+from autogradcli.memory import Budget
+from autogradcli.settings import Settings
 from autogradcli.torchside import build
 from autogradcli.torchside.build import to_numpy
-from autogradcli.torchside.devices import resolve_dtype
+from autogradcli.torchside.devices import resolve_device, resolve_dtype
 from autogradcli.torchside.hooks import register
 from autogradcli.torchside.run import start
 
@@ -77,62 +83,172 @@ def run_cell(bound: Bound) -> CellRun:
     )
     session = start(bound)
     dtype = resolve_dtype(bound.settings.dtype)
-    leaves = session.leaves
-    stepper = build.Stepper(bound.program, leaves, dtype, session.device)
-
-    def value(node: Node, extra: dict[str, Any] | None = None) -> Any:
-        env = {**leaves, **(extra or {})}
-        return build.evaluate(node, env, stepper.steps, dtype, session.device)
-
-    events: list[TorchEvent] = []
-    run = CellRun(events, str(session.device), session.seen)
-    handles: dict[str, list[Any]] = {}
-    updated: set[str] = set()
-
-    def current() -> dict[str, np.ndarray]:
-        return {n: to_numpy(leaves[n].detach()) for n in updated}
-
+    runner = _Lines(bound.program, session.leaves, dtype, session.device)
+    run = CellRun(runner.events, str(session.device), session.seen)
     for statement in bound.program.statements:
         try:
-            if isinstance(statement, Update):
-                _update(statement, leaves, value)
-                updated.add(statement.name)
-            elif isinstance(statement, DeviceUse):
-                _device(statement, session.device)
-            elif isinstance(statement, Step):
-                stepper.step(statement)
-            elif isinstance(statement, Hook):
-                tensors = {**leaves, **stepper.steps}
-                kept = register(statement, tensors, [])
-                handles.setdefault(statement.handle, []).append(kept)
-            elif isinstance(statement, Unhook):
-                for handle in handles.pop(statement.handle, []):
-                    handle.remove()
-            elif isinstance(statement, Guard):
-                _guard(statement, value)
-            elif isinstance(statement, Backward):
-                events.append(_backward(statement, value, bound, leaves, stepper.changes))
-                events[-1].current = current()
-            elif isinstance(statement, Reset):
-                _reset(leaves[statement.name], statement)
-                events.append(TorchEvent(statement, _grads(bound, leaves)))
-            elif isinstance(statement, Printed):
-                events.append(_printed(statement, bound, leaves, stepper.steps, value))
-                events[-1].current = current()
-            elif isinstance(statement, Show):
-                shown = [_read(item, leaves, stepper.steps, value) for item in statement.items]
-                events.append(TorchEvent(statement, _grads(bound, leaves), shown=shown))
-                events[-1].current = current()
+            runner.run(statement)
         except AutogradCliError as error:
             run.error = _at_line(error, statement)
             break
     return run
 
 
+class _Lines:
+    """A cell's lines run one at a time on its leaves, each event recorded (the run's),
+    or only run (``record`` False: the lines so far, for a condition read at parse)."""
+
+    def __init__(
+        self,
+        program: Program,
+        leaves: dict[str, torch.Tensor],
+        dtype: torch.dtype,
+        device: torch.device,
+        record: bool = True,
+    ) -> None:
+        self.program, self.leaves, self.record = program, leaves, record
+        self.dtype, self.device = dtype, device
+        self.stepper = build.Stepper(program, leaves, dtype, device)
+        self.events: list[TorchEvent] = []
+        self.handles: dict[str, list[Any]] = {}
+        self.updated: set[str] = set()
+
+    def value(self, node: Node, extra: dict[str, Any] | None = None) -> Any:
+        env = {**self.leaves, **(extra or {})}
+        return build.evaluate(node, env, self.stepper.steps, self.dtype, self.device)
+
+    def current(self) -> dict[str, np.ndarray]:
+        return {n: to_numpy(self.leaves[n].detach()) for n in self.updated}
+
+    def grads(self) -> Grads:
+        variables = self.program.variables if self.record else ()
+        return {
+            n: None if self.leaves[n].grad is None else to_numpy(self.leaves[n].grad)  # type: ignore[misc]
+            for n in variables
+        }
+
+    def run(self, statement: Statement) -> None:
+        leaves, value = self.leaves, self.value
+        event: TorchEvent | None = None
+        if isinstance(statement, Update):
+            _update(statement, leaves, value)
+            self.updated.add(statement.name)
+        elif isinstance(statement, DeviceUse):
+            _device(statement, self.device)
+        elif isinstance(statement, Step):
+            self.stepper.step(statement)
+        elif isinstance(statement, Hook):
+            tensors = {**leaves, **self.stepper.steps}
+            kept = register(statement, tensors, [])
+            self.handles.setdefault(statement.handle, []).append(kept)
+        elif isinstance(statement, Unhook):
+            for handle in self.handles.pop(statement.handle, []):
+                handle.remove()
+        elif isinstance(statement, Guard):
+            _guard(statement, value)
+        elif isinstance(statement, Branch):
+            if self.record:  # read again: the path the cell was read with, or stop
+                _branch(statement, value)
+        elif isinstance(statement, Backward):
+            event = _backward(statement, value, self.grads, leaves, self.stepper.changes)
+        elif isinstance(statement, Reset):
+            _reset(leaves[statement.name], statement)
+            event = TorchEvent(statement, self.grads())
+        elif isinstance(statement, Printed):
+            event = _printed(statement, self.grads, leaves, self.stepper.steps, value)
+        elif isinstance(statement, Show):
+            shown = [_read(item, leaves, self.stepper.steps, value) for item in statement.items]
+            event = TorchEvent(statement, self.grads(), shown=shown)
+        if event is not None and self.record:
+            if not isinstance(statement, Reset):
+                event.current = self.current()
+            self.events.append(event)
+
+
+class PathOracle:
+    """Reads a cell's tensor conditions while it is parsed again (``lang.loops``): the
+    lines so far run once each, in order, on the values the run will have (the inputs
+    given, the constructors drawn with the run's seed, in its dtype, on its device); a
+    condition's truth is ``bool()`` of its tensor, as Python takes it (None: Python
+    raises there, or the run stops before it)."""
+
+    def __init__(
+        self, given: dict[str, np.ndarray], requires: set[str], settings: Settings, seed: int
+    ) -> None:
+        self.limits = settings.limits
+        self.random = RandomSource(seed, settings.dtype)
+        self.budget = Budget(self.limits.memory)
+        self.shapes: dict[str, tuple[int, ...]] = {n: a.shape for n, a in given.items()}
+        dtype, device = resolve_dtype(settings.dtype), resolve_device(settings.device)
+        leaves = {n: build.make_leaf(a, dtype, device, n in requires) for n, a in given.items()}
+        self.lines = _Lines(Program("", Num(0.0)), leaves, dtype, device, record=False)
+        self.done = 0
+        self.stopped = False
+
+    def decide(
+        self, statements: list[Statement], leaves: dict[str, Leaf], condition: Node
+    ) -> bool | None:
+        if self.stopped:
+            return None
+        try:
+            for statement in statements[self.done :]:
+                self.lifted(_nodes(statement), leaves)
+                if isinstance(statement, Leaf):
+                    self.make(statement)
+                else:
+                    self.lines.run(statement)
+            self.done = len(statements)
+            self.lifted([condition], leaves)
+            return bool(self.lines.value(condition))
+        except (AutogradCliError, RuntimeError, ValueError, TypeError):
+            self.stopped = True  # the run stops here, or at a line before
+            return None
+
+    def lifted(self, nodes: list[Any], leaves: dict[str, Leaf]) -> None:
+        """Constructors inside an expression, made in the order binding reads them."""
+        for node in nodes:
+            for name in [] if node is None or isinstance(node, str) else walk_names(node):
+                if name in leaves and name not in self.lines.leaves:
+                    self.make(leaves[name])
+
+    def make(self, leaf: Leaf) -> None:
+        if leaf.name in self.lines.leaves:
+            return
+        made = read_constructor(leaf.source, self.limits, self.random, self.shapes, self.budget)
+        self.shapes[leaf.name] = made.array.shape
+        lines = self.lines
+        lines.leaves[leaf.name] = build.make_leaf(
+            made.array, lines.dtype, lines.device, leaf.requires_grad
+        )
+
+
+def _nodes(statement: Statement) -> list[Any]:
+    """The expressions a line reads, in binding's order."""
+    if isinstance(statement, Step):
+        return [statement.node]
+    if isinstance(statement, Backward):
+        return [statement.target, statement.gradient]
+    if isinstance(statement, Show):
+        return list(statement.items)
+    return []
+
+
+def _branch(statement: Branch, value: Any) -> None:
+    """A tensor condition read again by the run: PyTorch's error where ``bool()`` raises
+    (a tensor of several elements), else the truth the cell was read with."""
+    condition = value(statement.items[0])
+    try:
+        truth = bool(condition)
+    except RuntimeError as exc:
+        raise TorchError(str(exc), in_cell=True) from None
+    if statement.open or statement.taken is None or truth != statement.taken:
+        raise ComputationError("flow_changed", line=statement.text, now=truth, then=statement.taken)
+
+
 def _backward(
     statement: Backward,
     value: Any,
-    bound: Bound,
+    grads: Any,
     leaves: dict[str, torch.Tensor],
     changes: list[build.Change],
 ) -> TorchEvent:
@@ -144,7 +260,7 @@ def _backward(
         raise build.with_changes(error, changes) from None
     return TorchEvent(
         statement,
-        _grads(bound, leaves),
+        grads(),
         to_numpy(target),
         None if gradient is None else to_numpy(gradient),
     )
@@ -173,7 +289,7 @@ def _device(statement: DeviceUse, device: torch.device) -> None:
 
 def _printed(
     statement: Printed,
-    bound: Bound,
+    grads: Any,
     leaves: dict[str, torch.Tensor],
     steps: dict[str, torch.Tensor],
     value: Any,
@@ -205,7 +321,7 @@ def _printed(
             shown.append(_read(item, leaves, steps, value))
             parts.append(str(tensor))
     printed = statement.sep.join(parts)
-    return TorchEvent(statement, _grads(bound, leaves), shown=shown, printed=printed)
+    return TorchEvent(statement, grads(), shown=shown, printed=printed)
 
 
 def _grad_values(node: Node, leaves: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -271,13 +387,6 @@ def _at_line(error: AutogradCliError, statement: Statement) -> AutogradCliError:
         if text:
             error.data.setdefault("line", text)
     return error
-
-
-def _grads(bound: Bound, leaves: dict[str, torch.Tensor]) -> Grads:
-    return {
-        n: None if leaves[n].grad is None else to_numpy(leaves[n].grad)  # type: ignore[misc]
-        for n in bound.program.variables
-    }
 
 
 def _reset(leaf: torch.Tensor, statement: Reset) -> None:

@@ -1,0 +1,321 @@
+"""d2l's "Automatic Differentiation" control flow as written: a plain ``def f(a): ...
+return c`` called later, ``while b.norm() < 1000:`` and ``if b.sum() > 0:`` read from the
+tensor values as PyTorch reads them. Each cell the tests write is also run by real PyTorch
+(the test's own text, after ``torch.manual_seed``), and every printed line, printed value
+and ``.grad`` must be PyTorch's."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import autogradcli as ag
+from autogradcli.cli import app
+from autogradcli.cli.shell import run_lines
+from autogradcli.errors import AutogradCliError
+from autogradcli.lang import loops
+from autogradcli.lang.cellstatements import Branch
+from autogradcli.lang.parser import parse_expression
+from autogradcli.lang.tree import Step
+from autogradcli.messages import error_text
+from tests.conftest import RUNNER, cli
+
+D2L = """import torch
+
+def f(a):
+    b = a * 2
+    while b.norm() < 1000:
+        b = b * 2
+    if b.sum() > 0:
+        c = b
+    else:
+        c = 100 * b
+    return c
+
+a = torch.randn(size=(), requires_grad=True)
+d = f(a)
+d.backward()
+print(a.grad == d / a)
+print(a.grad.item(), d.item())
+"""
+# the d2l exercise: a vector a, d.sum().backward()
+D2L_VECTOR = D2L.replace("size=()", "size=(3,)").replace("d.backward()", "d.sum().backward()")
+D2L_VECTOR = D2L_VECTOR.replace("print(a.grad.item(), d.item())", "print(a.grad.tolist())")
+
+
+def python_run(text: str, seed: int) -> tuple[list[str], dict[str, Any]]:
+    """What real PyTorch prints running ``text`` (the test's own cell) after manual_seed,
+    and its names."""
+    torch.manual_seed(seed)
+    out = io.StringIO()
+    names: dict[str, Any] = {}
+    with contextlib.redirect_stdout(out):
+        exec(compile(text, "cell", "exec"), names)  # test-owned text, not user input
+    return out.getvalue().splitlines(), names
+
+
+def same_as_pytorch(text: str, seed: int, leaves: tuple[str, ...] = ("a",)) -> ag.CellResult:
+    """The tool's run of ``text`` equals PyTorch's: each printed line, each printed value,
+    each leaf's final ``.grad``; every check agrees."""
+    result = ag.grad(text, seed=seed)
+    assert result.error is None, error_text(result.error)
+    printed, names = python_run(text, seed)
+    prints = [e for e in result.events if e.kind == "print"]
+    assert len(prints) == len(printed)
+    for event, line in zip(prints, printed, strict=True):
+        if event.printed is not None:  # a line Python formats: the same text
+            assert event.printed == line
+        else:  # a tensor shown: PyTorch's values
+            (shown,) = event.shown
+            want = eval(shown.text, {}, names).numpy()  # the test-owned cell's expression
+            assert np.array_equal(np.asarray(shown.value), want)
+    last = [e for e in result.events if e.kind == "backward"][-1]
+    for grad in last.grads:
+        if grad.name in leaves:
+            assert np.array_equal(grad.grad, names[grad.name].grad.numpy())
+    assert result.verdict == "agree"
+    return result
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_d2l_control_flow_runs_verbatim_as_pytorch_runs_it(seed: int) -> None:
+    same_as_pytorch(D2L, seed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_d2l_exercise_with_a_vector(seed: int) -> None:
+    same_as_pytorch(D2L_VECTOR, seed)
+
+
+def test_the_path_taken_is_said_and_is_the_graph() -> None:
+    result = same_as_pytorch(D2L, 0)  # a = 1.541: b doubles 9 times, the sum is positive
+    assert [str(n) for n in result.notes] == [
+        "'while b.norm() < 1000:' (line 5): the loop ran 9 times, its condition read from "
+        "the tensor values as PyTorch reads them",
+        "'if b.sum() > 0:' (line 7): the condition was True (read from the tensor values as "
+        "PyTorch reads them)",
+        "the graph is the path these conditions took, and the reference differentiates that "
+        "path (other values may take another path, with another derivative)",
+    ]
+    backward = result.events[0]
+    assert backward.grads[0].derivative == "1024"  # d = 2**10 * a on this path
+    other = same_as_pytorch(D2L, 5)  # a < 0: the else branch, c = 100 * b
+    assert "the condition was False" in str(other.notes[1])
+    assert other.events[0].grads[0].derivative == "409600"
+
+
+def test_read_without_values_the_cell_waits_at_its_first_condition() -> None:
+    program = parse_expression(D2L)  # no seed yet: the rest needs the run's values
+    *_, branch = program.statements
+    assert isinstance(branch, Branch) and branch.open and branch.text == "while b.norm() < 1000:"
+    assert [s.name for s in program.statements if isinstance(s, Step)] == ["b"]
+
+
+def test_the_run_reads_each_condition_again() -> None:
+    from autogradcli.bind import bind
+    from autogradcli.cellrun import follow
+    from autogradcli.settings import Settings
+
+    bound = follow(bind(D2L, {}, Settings(seed=0)))
+    branches = [s for s in bound.program.statements if isinstance(s, Branch)]
+    assert [(b.kind, b.taken) for b in branches] == [("while", True)] * 9 + [
+        ("while", False),
+        ("if", True),
+    ]
+    steps = [bound.program.shown(s.name) for s in bound.program.steps]
+    assert steps == ["b"] * 10 + ["c", "d"]
+
+
+def test_a_condition_of_several_elements_raises_what_pytorch_raises() -> None:
+    text = (
+        "import torch\n"
+        "a = torch.randn(3, requires_grad=True)\n"
+        "b = a * 2\n"
+        "print(b.sum().item())\n"
+        "if b > 0:\n"
+        "    c = b\n"
+        "else:\n"
+        "    c = -b\n"
+        "c.sum().backward()\n"
+    )
+    with pytest.raises(RuntimeError) as python:
+        python_run(text, 0)
+    result = ag.grad(text, seed=0)
+    assert [e.printed for e in result.events] == [str(python_run(text.split("if")[0], 0)[0][0])]
+    assert error_text(result.error) == f"'if b > 0:': PyTorch: {python.value}"
+    assert str(python.value) == "Boolean value of Tensor with more than one value is ambiguous"
+
+
+CELLS = [
+    # a function called twice, its names in a scope of their own, a return in a branch
+    """import torch
+x = torch.tensor([0.5, -1.5, 2.0], requires_grad=True)
+b = x + 1
+
+def g(v, k):
+    b = v * k
+    if b.sum() < 0:
+        return -b
+    while b.abs().max() < 10:
+        b = b * 1.5
+    return b
+
+y = g(x, 2)
+z = g(b, 3.0)
+total = (y * z + b).sum()
+total.backward()
+print(x.grad)
+print(f'{total.item()}')
+""",
+    # and / or / not of tensor conditions and Python numbers, a for loop around a while
+    """import torch
+w = torch.tensor(0.3, requires_grad=True)
+s = w * 1
+for t in range(3):
+    while s < 2 and t < 5:
+        s = s * s + 1
+    if not (s > 100) or t == 2:
+        s = s.sin() + 2
+loss = s * w
+loss.backward()
+print(w.grad)
+print(loss.item())
+""",
+]
+
+
+@pytest.mark.parametrize("text", CELLS)
+def test_generated_cells_match_pytorch(text: str) -> None:
+    leaf = "x" if "x = " in text else "w"
+    same_as_pytorch(text, 0, leaves=(leaf,))
+
+
+def test_a_function_that_calls_a_function_and_a_python_number_return() -> None:
+    text = (
+        "import torch\n"
+        "def scale(n):\n"
+        "    return n * 2\n"
+        "def h(a):\n"
+        "    k = scale(3)\n"
+        "    e = a * k\n"
+        "    return e\n"
+        "a = torch.tensor(1.5, requires_grad=True)\n"
+        "k = 10\n"
+        "out = h(a) \n"
+        "out.backward()\n"
+        "print(a.grad, k)\n"
+    )
+    same_as_pytorch(text, 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "def f(a):\n    c = c + a\n    return c\nc = 2 * x\nd = f(x)\nd.backward()\n",
+            "'c' is read before the function assigns it (Python raises UnboundLocalError); "
+            "pass it as an argument or assign it first",
+        ),
+        (
+            "def f(a):\n    b = a * 2\nd = f(x)\nd.backward()\n",
+            "'d = f(x)': the function returned no tensor (no 'return VALUE' ran), so the name "
+            "would be None; return the tensor",
+        ),
+        (
+            "def f(a):\n    return a * 2\nd = f(x) + 1\nd.backward()\n",
+            "'d = f(x) + 1': a call of the cell's own function 'f' goes on a line of its own, "
+            "'NAME = f(...)' (then use NAME in the expression)",
+        ),
+        (
+            "def f(a, b=2):\n    return a * b\nd = f(x)\nd.backward()\n",
+            "'def f(...)' is not a function this tool inlines: write plain parameters (no "
+            "defaults, *args, **kwargs or decorators), e.g. 'def f(a):'",
+        ),
+        (
+            "def f(a):\n    return a * 2\nd = f(x, x)\nd.backward()\n",
+            "'d = f(x, x)': 'f' takes the arguments a, each given once",
+        ),
+        (
+            "def f(a):\n    e = f(a)\n    return e\nd = f(x)\nd.backward()\n",
+            "'e = f(a)': calls of the cell's own functions nest past 50 (recursion); write the "
+            "computation without recursion",
+        ),
+        (
+            "with torch.no_grad():\n    if x > 0:\n        y = x * 2\ny = x * 3\ny.backward()\n",
+            "a tensor condition or a call of the cell's own function inside a 'with' block is "
+            "not followed; write the 'if', the 'while' or the call outside the block",
+        ),
+    ],
+)
+def test_refusals_name_what_to_write(body: str, message: str) -> None:
+    text = "import torch\nx = torch.tensor(2., requires_grad=True)\n" + body
+    with pytest.raises(AutogradCliError) as caught:
+        ag.grad(text, seed=0)
+    assert error_text(caught.value) == message
+
+
+def test_the_iteration_cap_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loops, "MAX_ITERATIONS", 5)
+    text = "import torch\nx = torch.tensor(2., requires_grad=True)\n" + (
+        "y = x * 1\nwhile y < 1000:\n    y = y * 2\ny.backward()\n"
+    )
+    with pytest.raises(AutogradCliError) as caught:
+        ag.grad(text, seed=0)
+    assert error_text(caught.value) == (
+        "'while y < 1000:' ran past the cap of 5 iterations for all of a cell's loops "
+        "together; make the condition end sooner"
+    )
+
+
+def test_a_value_given_from_outside_decides_the_path() -> None:
+    text = (
+        "y = x * 1\nwhile y.abs() < 100:\n    y = y * 3\nif y > 0:\n    z = y.sin()\n"
+        "else:\n    z = y * y\nz.backward()\n"
+    )
+    for x in (2.0, -2.0):
+        result = ag.grad(text, x=x)
+        assert result.verdict == "agree"
+        _, names = python_run(
+            f"import torch\nx = torch.tensor({x}, requires_grad=True)\n" + text, 0
+        )
+        assert result.events[0].grads[0].grad == names["x"].grad.numpy()
+    assert "the condition was False" in str(result.notes[1])
+
+
+# --- the ways in: grad -, grad @cell.py, the shell and check ----------------------------
+
+
+def test_grad_from_standard_input_and_from_a_file(tmp_path: Path) -> None:
+    piped = RUNNER.invoke(app, ["grad", "-", "--seed", "0"], input=D2L, prog_name="autograd-cli")
+    assert piped.exit_code == 0, piped.stderr
+    assert "note: 'while b.norm() < 1000:' (line 5): the loop ran 9 times" in " ".join(
+        piped.stdout.split()
+    )
+    path = tmp_path / "d2l.py"
+    path.write_text(D2L)
+    run = cli("grad", f"@{path}", "--seed", "0")
+    assert run.exit_code == 0 and run.stdout == piped.stdout
+    assert "1024.0 1577.97998046875" in run.stdout  # print(a.grad.item(), d.item())
+
+
+def test_the_shell_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "d2l.py"
+    path.write_text(D2L)
+    assert run_lines([f"grad @{path} --seed 0"]) == 0
+    assert "the graph is the path these conditions took" in " ".join(
+        capsys.readouterr().out.split()
+    )
+    cases = tmp_path / "cases.txt"
+    cases.write_text(f"grad @{path} --seed 0\ngrad @{path} --seed 5\n")
+    checked = cli("check", str(cases), "--json")
+    assert checked.exit_code == 0
+    *documents, last = (json.loads(line) for line in checked.stdout.splitlines())
+    assert [d["status"] for d in documents] == ["agree", "agree"]
+    assert last["summary"]["exit_code"] == 0
