@@ -94,6 +94,13 @@ def test_d2l_exercise_with_a_vector(seed: int) -> None:
     same_as_pytorch(D2L_VECTOR, seed)
 
 
+@pytest.mark.parametrize("seed", [0, 5])
+def test_the_if_written_as_a_conditional_expression(seed: int) -> None:
+    block = "    if b.sum() > 0:\n        c = b\n    else:\n        c = 100 * b\n"
+    assert block in D2L
+    same_as_pytorch(D2L.replace(block, "    c = b if b.sum() > 0 else 100 * b\n"), seed)
+
+
 def test_the_path_taken_is_said_and_is_the_graph() -> None:
     result = same_as_pytorch(D2L, 0)  # a = 1.541: b doubles 9 times, the sum is positive
     assert [str(n) for n in result.notes] == [

@@ -114,6 +114,9 @@ class Unroller(FlowUnroll):
             return
         if isinstance(stmt, ast.FunctionDef) and self.define(stmt):
             return
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.IfExp):
+            yield from self.statement(_as_if(stmt, stmt.value))  # c = b if t else 100 * b
+            return
         if isinstance(stmt, ast.Assign) and self.python_binding(stmt):
             return
         if isinstance(stmt, ast.For):
@@ -348,6 +351,14 @@ def _constant(value: float | bool, like: ast.AST) -> ast.AST:
 def _dtype_node(dtype: str, like: ast.AST) -> ast.AST:
     torch_name = ast.copy_location(ast.Name("torch", ast.Load()), like)
     return ast.copy_location(ast.Attribute(torch_name, dtype, ast.Load()), like)
+
+
+def _as_if(stmt: ast.Assign, value: ast.IfExp) -> ast.If:
+    """``NAME = A if TEST else B`` as the ``if`` Python runs: TEST first, then A or B."""
+    branches = [ast.Assign(stmt.targets, v) for v in (value.body, value.orelse)]
+    for branch in branches:
+        ast.copy_location(branch, stmt)
+    return ast.copy_location(ast.If(value.test, branches[:1], branches[1:]), stmt)
 
 
 def _targets(stmt: ast.stmt) -> list[str]:
