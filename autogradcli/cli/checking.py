@@ -2,7 +2,10 @@
 agree, the summary; JSON Lines and JUnit XML (the cases run in ``batch``).
 
 A run stopped by Ctrl-C (exit 130) or SIGTERM (exit 143) still prints the summary of the
-cases that finished, and writes the JUnit report of them.
+cases that finished, and writes the JUnit report of them. Ctrl-C stops the run whatever
+SIGINT handler the process started with: a command started in a shell script's background
+inherits SIGINT ignored, and Python then leaves it ignored (the warm worker's path always
+answered it; the two paths now agree).
 """
 
 from __future__ import annotations
@@ -30,22 +33,61 @@ class Terminated(BaseException):
     """SIGTERM arrived: raised in the main thread, so the run stops where it is."""
 
 
+STOPS = {signal.SIGINT: ("Ctrl-C", INTERRUPTED), signal.SIGTERM: ("SIGTERM", TERMINATED)}
+
+
+class _Stops:
+    """The handler of SIGINT and SIGTERM while ``check`` runs. While the cases run
+    (``armed``) each raises ``KeyboardInterrupt`` or ``Terminated`` in the main thread;
+    before and after, it is noted (``caught``, the first), never raised where the report
+    is being made. One that came before ``arm`` is raised by ``arm``."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.caught: int | None = None
+
+    def __call__(self, number: int, frame: Any) -> None:
+        if self.caught is None:
+            self.caught = number
+        if self.armed:
+            raise _exception(number)
+
+    def arm(self) -> None:
+        self.armed = True
+        if self.caught is not None and self.armed:  # it came while the run was starting
+            self.armed = False
+            raise _exception(self.caught)
+
+    def disarm(self) -> None:
+        self.armed = False
+
+
+def _exception(number: int) -> BaseException:
+    return KeyboardInterrupt() if number == signal.SIGINT else Terminated()
+
+
 @contextmanager
-def _sigterm_stops() -> Iterator[None]:
-    """SIGTERM raises ``Terminated`` while the cases run (main thread only)."""
-
-    def stop(number: int, frame: Any) -> None:
-        raise Terminated
-
-    try:
-        before = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread: SIGTERM keeps its handler
-        yield
+def stops_installed() -> Iterator[_Stops]:
+    """``_Stops`` as the handler of SIGINT and SIGTERM (main thread only; elsewhere the
+    signals keep theirs, and the run still stops on a KeyboardInterrupt). Entered again
+    inside itself it gives the same one: a command that enters it before it reads its
+    cases keeps a Ctrl-C that comes meanwhile for the run, which then stops at once."""
+    current = signal.getsignal(signal.SIGINT)
+    if isinstance(current, _Stops):
+        yield current
         return
+    stops = _Stops()
+    before: dict[int, Any] = {}
     try:
-        yield
+        for number in STOPS:
+            before[number] = signal.signal(number, stops)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield stops
     finally:
-        signal.signal(signal.SIGTERM, before)
+        for number, handler in before.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
 
 
 def run_check(
@@ -58,8 +100,8 @@ def run_check(
     allow_writes: bool = False,
 ) -> int:
     """Run the cases, print what the options ask for, and give the exit code."""
-    with rich_pipe():
-        return _run_check(cases, name, output, junit, jobs, fail_fast, allow_writes)
+    with rich_pipe(), stops_installed() as stops:
+        return _run_check(cases, name, output, junit, jobs, fail_fast, allow_writes, stops)
 
 
 def _run_check(
@@ -70,14 +112,18 @@ def _run_check(
     jobs: int,
     fail_fast: bool,
     allow_writes: bool,
+    stops: _Stops,
 ) -> int:
+    """The run under ``stops``: a signal while the cases run stops them; one that comes
+    after them, before the summary is made, still counts (the run reports it stopped)."""
     from autogradcli.render.json import dumps
 
     start = time.perf_counter()
     done: list[Done] = []
     stopped, code = None, None
     try:
-        with _sigterm_stops():
+        try:
+            stops.arm()
             if output is Output.JSON:
 
                 def each(d: Done) -> None:
@@ -86,18 +132,24 @@ def _run_check(
                 run_all(cases, jobs, fail_fast, each, done, allow_writes)
             else:
                 _with_progress(cases, jobs, fail_fast, done, allow_writes)
+        finally:
+            stops.disarm()
     except KeyboardInterrupt:
-        stopped, code = "Ctrl-C", INTERRUPTED
+        stops.disarm()
+        stopped, code = STOPS[signal.SIGINT]
     except Terminated:
-        stopped, code = "SIGTERM", TERMINATED
+        stops.disarm()
+        stopped, code = STOPS[signal.SIGTERM]
     seconds = time.perf_counter() - start
-    totals = summary(done, seconds, stopped, code)
     failed = None
     if junit is not None:
         try:
             write(junit, junit_xml(done, Path(name).name, seconds), "junit-xml")
         except AutogradCliError as exc:  # a full disk, a folder that is not there
             failed = exc
+    if stopped is None and stops.caught is not None:  # after the last case, before now
+        stopped, code = STOPS[stops.caught]
+    totals = summary(done, seconds, stopped, code)  # a signal from here on changes nothing
     if output is Output.JSON:
         typer.echo(dumps({"summary": totals}))
     else:

@@ -4,7 +4,8 @@ The parent knows which case each worker holds, so a worker that dies (``kill -9`
 out-of-memory killer) loses that case only: it runs once more in a new worker, and a
 second loss is its result. The pool is no larger than the cases and the cores. Workers
 ignore Ctrl-C and die quietly on SIGTERM: the parent decides when the run stops, and it
-stops them all before it reports what finished.
+stops them all before it reports what finished (a Ctrl-C or SIGTERM that comes while it
+stops them waits until they are gone).
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def run_in_workers(
             pending.appendleft(worker.index)
             retried(items[worker.index], how)
 
-    emitted = 0
+    emitted, completed = 0, False
     try:
         while emitted < len(items):
             idle = sum(w.index is None for w in workers)
@@ -179,8 +180,38 @@ def run_in_workers(
             while emitted in finished:
                 yield finished.pop(emitted)
                 emitted += 1
+        completed = True
     finally:
-        _stop(workers)
+        with _signals_deferred(stopping=not completed):
+            _stop(workers)
+
+
+@contextmanager
+def _signals_deferred(stopping: bool) -> Iterator[None]:
+    """SIGINT and SIGTERM are noted, not handled, while the workers are stopped (a Ctrl-C
+    raised there would leave some running); then the handlers are put back and the first
+    noted is given to its handler. ``stopping``: an exception is already on its way out
+    (a Ctrl-C, or the consumer closed the iterator, maybe while the iterator is being
+    collected, where a second exception could only be printed): the handler is called
+    and what it raises dropped, so a handler that notes the signal still learns of it.
+    In the main thread only (elsewhere: nothing done)."""
+    noted: list[int] = []
+    before: dict[int, Any] = {}
+    try:
+        for number in sorted(_SIGNALS):
+            before[number] = signal.signal(number, lambda n, frame: noted.append(n))
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        if noted and stopping and callable(before[noted[0]]):
+            with suppress(BaseException):
+                before[noted[0]](noted[0], None)
+        elif noted:
+            signal.raise_signal(noted[0])
 
 
 def _stop(workers: list[_Worker[Any]]) -> None:
