@@ -253,7 +253,11 @@ class _Replay(io.RawIOBase):
 
 
 def in_process(consumed: bytes = b"") -> None:
-    """Answer here, with the Typer app, as without a worker."""
+    """Answer here, with the Typer app, as without a worker. Ctrl-C raises
+    KeyboardInterrupt even where SIGINT came ignored (a shell script's background job):
+    Python would leave it ignored, and the worker's path answers it (exit 130)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if consumed:
         old = sys.stdin
         sys.stdin = io.TextIOWrapper(
