@@ -63,11 +63,22 @@ def _label(result: PlotResult) -> str:
 
 def terminal(result: PlotResult, width: int = 100, height: int = 24) -> str:
     """The plot as text (plotext), with a legend line. Each curve is drawn at its finite
-    points only: plotext fails on NaN and infinity (``left_out_line`` says how many)."""
+    points only: plotext fails on NaN and infinity (``left_out_line`` says how many).
+
+    No larger than the terminal of this call (``shutil.get_terminal_size``: ``COLUMNS``,
+    ``LINES``, standard output's terminal), less a line for the prompt. The size is set
+    here, not by plotext's own limit: that one takes a second line off when the builtin
+    ``__IPYTHON__`` exists, which any IPython shell that ever ran in the process leaves
+    behind, so a process that had run one drew a shorter picture than a fresh process or
+    the warm worker."""
+    import shutil
+
     import plotext as plt
 
-    plt.clear_figure()
-    plt.plotsize(width, height)
+    columns, lines = shutil.get_terminal_size()
+    plt.clear_figure()  # a new master figure: settings of an earlier plot do not carry
+    plt.limit_size(False, False)
+    plt.plotsize(max(1, min(width, columns)), max(1, min(height, lines - 1)))
     label = _label(result)
     for values, name, marker in (
         (result.f, "f", "braille"),
@@ -98,13 +109,27 @@ def to_file(result: PlotResult, path: Path) -> None:
         raise ValueSpecError("plot_format", path=str(path))
     try:
         import matplotlib
+        from matplotlib.figure import Figure
     except ImportError:
         raise ValueSpecError("plot_extra", suffix=suffix) from None
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.hashsalt"] = "autograd-cli"  # the same plot, the same bytes
-    from matplotlib import pyplot
+    # A Figure of its own, not pyplot's: no backend chosen for the process, no figure left
+    # in pyplot's list, and the rcParams changed only inside this call (a notebook's or a
+    # caller's settings stay as they were).
+    with matplotlib.rc_context({"svg.hashsalt": "autograd-cli"}):  # same plot, same bytes
+        figure = Figure(figsize=(7, 4.2), dpi=120)
+        _draw(result, figure.subplots())
+        figure.tight_layout()
+        try:
+            figure.savefig(path, metadata=_metadata(suffix))
+        except OSError as exc:
+            raise ValueSpecError(
+                "cannot_write", path=str(path), detail=str(exc.strerror or exc)
+            ) from None
 
-    figure, axes = pyplot.subplots(figsize=(7, 4.2), dpi=120)
+
+def _draw(result: PlotResult, axes: Any) -> None:
+    """f, the two derivatives, the points that disagree, the kinks and the undefined
+    points on matplotlib's ``axes``."""
     f, expected, autograd = (_gaps(v) for v in (result.f, result.expected, result.autograd))
     axes.plot(result.x, f, label="f", color="0.55")
     axes.plot(result.x, expected, label=f"{_label(result)} (SymPy)", lw=2.5, color="C0")
@@ -122,15 +147,6 @@ def to_file(result: PlotResult, path: Path) -> None:
     axes.set_title(f"{result.expression}   verdict: {result.verdict}")
     axes.grid(alpha=0.3)
     axes.legend(loc="best", fontsize="small")
-    figure.tight_layout()
-    try:
-        figure.savefig(path, metadata=_metadata(suffix))
-    except OSError as exc:
-        raise ValueSpecError(
-            "cannot_write", path=str(path), detail=str(exc.strerror or exc)
-        ) from None
-    finally:
-        pyplot.close(figure)
 
 
 def _gaps(values: np.ndarray) -> np.ndarray:
