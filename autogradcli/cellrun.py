@@ -95,8 +95,8 @@ def path_notes(bound: Bound) -> list[Note]:
     seen: dict[tuple[int, str], list[bool | None]] = {}
     kinds: dict[tuple[int, str], str] = {}
     for s in bound.program.statements:
-        if isinstance(s, Branch) and not s.open:
-            seen.setdefault((s.line, s.text), []).append(s.taken)
+        if isinstance(s, Branch) and (s.outcome is not None or s.taken is None) and not s.open:
+            seen.setdefault((s.line, s.text), []).append(s.outcome)
             kinds[(s.line, s.text)] = s.kind
     notes: list[Note] = []
     for (line, text), taken in seen.items():

@@ -594,6 +594,9 @@ ERRORS: dict[str, str] = {
     "write the computation without recursion",
     "flow_changed": "'{line}': the run read this condition as {now}, but the cell was read "
     "with it {then}; the path cannot be trusted, so the run stops here (please report it)",
+    "condition_item": "'{text}': .item(), .tolist(), float(), int() and bool() in a "
+    "condition are not followed; compare the tensor itself, e.g. 'if loss < 0.5:' (a "
+    "one-element tensor's truth, read in its dtype)",
     "unbound_local": "'{name}' is read before the function assigns it (Python raises "
     "UnboundLocalError); pass it as an argument or assign it first",
 }

@@ -118,6 +118,31 @@ def test_the_path_taken_is_said_and_is_the_graph() -> None:
     assert other.events[0].grads[0].derivative == "409600"
 
 
+@pytest.mark.parametrize(
+    ("condition", "value", "grad"),
+    [("not loss < 1", True, [12.0, -8.0]), ("loss > 1 and loss < 5", False, [6.0, -4.0])],
+)
+def test_the_note_gives_the_whole_condition(condition: str, value: bool, grad: list) -> None:
+    text = (
+        "import torch\nw = torch.tensor([3.0, -2.0], requires_grad=True)\n"
+        f"loss = (w * w).sum()\nif {condition}:\n    loss = loss * 2\nloss.backward()\n"
+        "print(w.grad)\n"
+    )
+    result = same_as_pytorch(text, 0, leaves=("w",))
+    assert str(result.notes[0]) == (
+        f"'if {condition}:' (line 4): the condition was {value} (read from the tensor values "
+        "as PyTorch reads them)"
+    )
+    assert result.events[0].grads[0].grad.tolist() == grad
+
+
+def test_a_loop_reached_again_counts_its_runs() -> None:
+    result = same_as_pytorch(CELLS[1], 0, leaves=("w",))
+    assert str(result.notes[0]).startswith(
+        "'while s < 2 and t < 5:' (line 5): reached 3 times, the loop ran"
+    )
+
+
 def test_read_without_values_the_cell_waits_at_its_first_condition() -> None:
     program = parse_expression(D2L)  # no seed yet: the rest needs the run's values
     *_, branch = program.statements
@@ -253,6 +278,12 @@ def test_a_function_that_calls_a_function_and_a_python_number_return() -> None:
             "def f(a):\n    e = f(a)\n    return e\nd = f(x)\nd.backward()\n",
             "'e = f(a)': calls of the cell's own functions nest past 50 (recursion); write the "
             "computation without recursion",
+        ),
+        (
+            "y = x * 2\nif y.item() > 0:\n    y = y * 3\ny.backward()\n",
+            "'if y.item() > 0:': .item(), .tolist(), float(), int() and bool() in a condition "
+            "are not followed; compare the tensor itself, e.g. 'if loss < 0.5:' (a one-element "
+            "tensor's truth, read in its dtype)",
         ),
         (
             "with torch.no_grad():\n    if x > 0:\n        y = x * 2\ny = x * 3\ny.backward()\n",

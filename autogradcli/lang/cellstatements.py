@@ -44,10 +44,13 @@ class Branch(Show):
     """A tensor condition of ``if``/``while`` (``kind``) at cell line ``line``: ``items``
     holds its tree; ``taken`` is its truth as the run read it when the cell was parsed
     (None: Python raises there, as for a tensor of several elements); ``open``: parsed
-    without values, the rest of the cell waits for them. The run reads it again and
+    without values, the rest of the cell waits for them; ``outcome``: the whole
+    condition's truth (``not``, ``and``, ``or`` and Python numbers with it), on the last
+    tensor part it read. The run reads it again and
     stops where it differs. A ``Show`` that shows nothing, so the cell is a cell."""
 
     kind: str = "if"
     line: int = 0
     taken: bool | None = None
     open: bool = False
+    outcome: bool | None = None  # the whole condition's truth (on its last tensor part)

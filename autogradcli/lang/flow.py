@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from autogradcli.errors import ExpressionError
+from autogradcli.lang.syntax import method_of
+from autogradcli.lang.text import source_segment
 
 MAX_CALLS = 50  # nested calls of the cell's own functions (recursion)
 # what reads a tensor condition from the run's values while a cell is parsed: set by the
@@ -69,6 +71,14 @@ class FlowUnroll:
     defs: dict[str, ast.FunctionDef]
     calls: list[str]
     in_with: int
+    text: str
+    decisions: int
+    settle: Callable[[bool], None] | None
+
+    def written(self, node: ast.expr) -> str:
+        """A condition as the cell writes it."""
+        found = source_segment(self.text, node) if self.text else None
+        return " ".join(found.split()) if found else ast.unparse(node)
 
     def statements(self, body: list[ast.stmt]) -> Iterator[ast.stmt | Flow]: ...
 
@@ -193,6 +203,15 @@ class FlowUnroll:
 
     # --- conditions -----------------------------------------------------------------------
 
+    def condition(self, node: ast.expr, head: str, kind: str, stmt: ast.stmt) -> bool:
+        """The whole condition's truth; where a tensor took part, the builder is told the
+        outcome (``settle``: what the notes say)."""
+        before = self.decisions
+        value = self.truth(node, head, kind, stmt)
+        if self.decisions != before and self.settle is not None:
+            self.settle(value)
+        return value
+
     def truth(self, node: ast.expr, head: str, kind: str, stmt: ast.stmt) -> bool:
         """A condition's truth as Python takes it: a Python number's, else the tensor's
         (``bool(t)``, read by ``decide`` from the run's values); ``and``, ``or`` and
@@ -213,15 +232,23 @@ class FlowUnroll:
         if self.in_with:
             raise ExpressionError("flow_in_with")
         self.refuse_calls(ast.Expr(node))
+        for part in ast.walk(node):
+            if (isinstance(part, ast.Call) and method_of(part) in ("item", "tolist")) or (
+                isinstance(part, ast.Call)
+                and isinstance(part.func, ast.Name)
+                and part.func.id in ("float", "int", "bool")
+            ):
+                raise ExpressionError("condition_item", text=head)
+        self.decisions += 1
         return self.decide(self.substitute_expr(node), head, kind, stmt.lineno)
 
     def while_loop(self, stmt: ast.While) -> Iterator[ast.stmt | Flow]:
         """``while condition:``: the body again while the condition holds, each test read
         as Python reads it (a tensor's from the run's values at that point)."""
-        head = f"while {ast.unparse(stmt.test)}:"
+        head = f"while {self.written(stmt.test)}:"
         if stmt.orelse or breaks(stmt.body):
             raise ExpressionError("while_form", text=head)
-        while self.truth(stmt.test, head, "while", stmt):
+        while self.condition(stmt.test, head, "while", stmt):
             self.iterations += 1
             if self.iterations > self.max_iterations:
                 raise ExpressionError("while_iterations_cap", text=head, cap=self.max_iterations)
@@ -328,6 +355,17 @@ class FlowLines:
             if value is None:
                 raise ExpressionError("function_returns_nothing", text=item.text)
             self.add_step(item.target, value)
+
+    def settle(self, value: bool) -> None:
+        """The whole condition's truth, kept on its last ``Branch`` (for the notes)."""
+        from dataclasses import replace
+
+        from autogradcli.lang.cellstatements import Branch
+
+        for index in range(len(self.statements) - 1, -1, -1):
+            if isinstance(self.statements[index], Branch):
+                self.statements[index] = replace(self.statements[index], outcome=value)
+                return
 
     def decide(self, node: ast.expr, head: str, kind: str, line: int) -> bool:
         """A tensor condition: its tree, read from the run's values at this point (the

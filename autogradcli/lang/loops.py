@@ -87,6 +87,9 @@ class Unroller(FlowUnroll):
     defs: dict[str, ast.FunctionDef] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)  # the calls under way (innermost last)
     in_with: int = 0
+    text: str = ""  # the cell as written (a condition is shown as written)
+    decisions: int = 0  # tensor conditions read so far
+    settle: Callable[[bool], None] | None = None
 
     def statements(self, body: list[ast.stmt]) -> Iterator[ast.stmt | Flow]:
         for stmt in body:
@@ -124,7 +127,7 @@ class Unroller(FlowUnroll):
         elif isinstance(stmt, ast.While):
             yield from self.while_loop(stmt)
         elif isinstance(stmt, ast.If):
-            test = self.truth(stmt.test, f"if {ast.unparse(stmt.test)}:", "if", stmt)
+            test = self.condition(stmt.test, f"if {self.written(stmt.test)}:", "if", stmt)
             yield from self.statements(stmt.body if test else stmt.orelse)
         elif isinstance(stmt, ast.With):
             stmt = copy.copy(stmt)

@@ -557,7 +557,7 @@ def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Prog
     # Python's numbers, loops, ifs and functions around the tensors, read as they come
     builder.seed = seed_of(module)
     caps = (getattr(limits, n, getattr(loops, n.upper())) for n in ("max_iterations", "max_lines"))
-    unroller = Unroller(*caps, decide=builder.decide)
+    unroller = Unroller(*caps, decide=builder.decide, text=text, settle=builder.settle)
     program = builder.build(module, unroller.statements(module.body))
     devices = tuple(DeviceUse(d) for d in sorted(unroller.used_devices))
     return replace(program, statements=devices + program.statements)
