@@ -165,6 +165,29 @@ def test_the_run_reads_each_condition_again() -> None:
     assert steps == ["b"] * 10 + ["c", "d"]
 
 
+def test_a_path_the_run_does_not_take_stops_the_run() -> None:
+    """The run reads each condition again: a Branch that says otherwise is caught."""
+    from dataclasses import replace
+
+    from autogradcli.bind import bind
+    from autogradcli.cellrun import follow
+    from autogradcli.settings import Settings
+    from autogradcli.torchside.cell import run_cell
+
+    bound = follow(bind(D2L, {}, Settings(seed=0)))
+    statements = list(bound.program.statements)
+    index = max(i for i, s in enumerate(statements) if isinstance(s, Branch))  # the if
+    statements[index] = replace(statements[index], taken=False)
+    wrong = replace(bound, program=replace(bound.program, statements=tuple(statements)))
+    ran = run_cell(wrong)
+    assert ran.error is not None and [e.statement.text for e in ran.events] == []
+    assert error_text(ran.error) == (
+        "'if b.sum() > 0:': the run read this condition as True, but the cell was read with "
+        "it False; the path cannot be trusted, so the run stops here (please report it)"
+    )
+    assert run_cell(bound).error is None
+
+
 def test_a_condition_of_several_elements_raises_what_pytorch_raises() -> None:
     text = (
         "import torch\n"
