@@ -111,8 +111,10 @@ def infer_shape(node: Node, shapes: dict[str, Shape], limits: Limits) -> Shape:
 def program_shapes(
     expression: Program, shapes: dict[str, Shape], limits: Limits
 ) -> dict[str, Shape]:
-    """The input shapes plus the shape of every step, in program order."""
+    """The input shapes plus the shape of every step, in program order (a step's shape
+    given in ``shapes``, as binding found it, is taken as it is)."""
     shapes = dict(shapes)
     for step in expression.steps:
-        shapes[step.name] = infer_shape(step.node, shapes, limits)
+        if step.name not in shapes:
+            shapes[step.name] = infer_shape(step.node, shapes, limits)
     return shapes

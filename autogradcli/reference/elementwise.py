@@ -21,19 +21,25 @@ import sympy as sp
 from autogradcli.lang.analysis import calls, is_full_reduction
 from autogradcli.lang.shapes import Shape, infer_shape, program_shapes
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Binary, Call, Name, Node, Program
+from autogradcli.lang.tree import Call, Name, Node, Program
 from autogradcli.lang.vocabulary import CONSTANTS, OPS, broadcast_all, kink_codes
 from autogradcli.reference.bounds import reference
-from autogradcli.reference.evaluate import Arith, close_floats, evaluate
+from autogradcli.reference.evaluate import Arith, close_floats, evaluate, evaluate_quiet
 from autogradcli.reference.expected import Expected
 from autogradcli.reference.terms import (
-    SympyTerms,
+    JUMPS,
+    Binding,
+    ChainTerms,
+    accumulate,
+    bind,
     diff,
     expected_from,
     in_range,
     kink_sites,
     numeric,
+    owned,
     path_calls,
+    pattern_derivative,
     reduce_to_shape,
 )
 from autogradcli.settings import Limits
@@ -77,6 +83,8 @@ class Block:
     # "sum" or "mean" for a reduction block, "step" for a program's step (a step-wise
     # model), "detach" for a value held constant, None for the output
     kind: str | None = None
+    # a step made from a pattern: ``expr`` is in the pattern's symbols, bound to the step
+    binding: Binding | None = None
 
 
 @dataclass
@@ -91,17 +99,10 @@ class _Pass:
     arith: Arith
     kinks: dict[str, np.ndarray] | None = None
     notes: dict[str, set[str]] = field(default_factory=dict)
+    names: dict[sp.Symbol, str] = field(default_factory=dict)  # the inputs wanted, by symbol
 
 
-_CHAIN_GROUPS = {"+": "+", "-": "+", "*": "*", "/": "*"}
-
-
-def _link(node: Node, group: str) -> bool:
-    """Whether ``node`` is one more link of a chain of ``group`` (+ - or * /)."""
-    return isinstance(node, Binary) and _CHAIN_GROUPS.get(node.op) == group
-
-
-class _Terms(SympyTerms):
+class _Terms(ChainTerms):
     """Names are the inputs' symbols, a step's terms (substituted), or a constant; a full
     sum or mean becomes a symbol of its own, a block of the model."""
 
@@ -122,22 +123,6 @@ class _Terms(SympyTerms):
                 self.steps[node.id] = self(step.node)
             return self.steps[node.id]
         return getattr(sp, CONSTANTS[node.id][1])
-
-    def enter(self, node: Node) -> sp.Expr | object:
-        """A chain ``a + b - c + ...`` (or ``a * b / c * ...``) as one ``sp.Add`` (``sp.Mul``)
-        of its flattened terms: adding them one at a time re-sorts the sum each time
-        (quadratic in its length)."""
-        group = _CHAIN_GROUPS.get(node.op) if isinstance(node, Binary) else None
-        if group is None or not _link(node.left, group):  # type: ignore[union-attr]
-            return super().enter(node)
-        spine: list[Binary] = [node]  # type: ignore[list-item]
-        while _link(spine[-1].left, group):
-            spine.append(spine[-1].left)  # type: ignore[arg-type]
-        terms = [numeric(self.visit(spine[-1].left))]
-        for link in reversed(spine):
-            term = numeric(self.visit(link.right))
-            terms.append(term if link.op in ("+", "*") else -term if group == "+" else 1 / term)
-        return sp.Add(*terms) if group == "+" else sp.Mul(*terms)
 
     def call(self, node: Call, args: list[sp.Expr]) -> sp.Expr:
         detach = OPS[node.func].kind == "detach"
@@ -199,9 +184,10 @@ class SymbolicModel:
         self._terms = _Terms(self)
         if self.stepwise:
             for step in expression.steps:  # in order: a step's inputs are made before it
-                expr = self._terms(step.node)
+                shape, found = self.shapes[step.name], bind(step.node, self._symbol)
+                block = Block(found[0], shape, "step", found[1]) if found else None
                 symbol = sp.Symbol(f"{step.name}", real=True)
-                self.reductions[symbol] = Block(expr, self.shapes[step.name], "step")
+                self.reductions[symbol] = block or Block(self._terms(step.node), shape, "step")
                 self.step_symbols[step.name] = symbol
         self.output = Block(
             self._build(expression.root), infer_shape(expression.root, self.shapes, self.limits)
@@ -212,9 +198,41 @@ class SymbolicModel:
         self._marked: set[tuple[int, sp.Expr, bytes]] = set()  # kink sites already marked
         self._text_model: SymbolicModel | bool | None = False  # False: not made yet
         self._paths: dict[str, set[str]] = {}
+        self._constants: dict[tuple[Arith, float], Any] = {}
+        self._jumpy: dict[sp.Expr, bool] = {}
 
     def _build(self, node: Node) -> sp.Expr:
         return self._terms(node)
+
+    def _symbol(self, name: str) -> sp.Symbol | None:
+        """The symbol of an input or of a step made so far (None for any other name)."""
+        return self.symbols.get(name) or self.step_symbols.get(name)
+
+    def _jumps(self, derivative: sp.Expr) -> bool:
+        """Whether a derivative has a jump function in it (cached: one look per term)."""
+        if derivative not in self._jumpy:
+            self._jumpy[derivative] = bool(derivative.atoms(*JUMPS))
+        return self._jumpy[derivative]
+
+    def _inputs(self, block: Block) -> tuple[sp.Symbol, ...]:
+        """The model's symbols a block uses (inputs, steps, reductions), in the order
+        their contributions are summed (by name)."""
+        if block.binding is not None:
+            return block.binding.order
+        return tuple(sorted(block.expr.free_symbols, key=str))
+
+    def _local(self, block: Block, env: dict[sp.Symbol, Any], arith: Arith) -> dict[Any, Any]:
+        """The numbers a block's terms are evaluated at: ``env``, or for a pattern's step
+        its symbols' values (its inputs' and its constants', exact as written)."""
+        if block.binding is None:
+            return env
+        pattern, constants = block.binding.pattern, block.binding.constants
+        local = {p: env[s] for p, s in zip(pattern.names, block.binding.inputs, strict=True)}
+        for param, value in zip(pattern.params, constants, strict=True):
+            if (arith, value) not in self._constants:
+                self._constants[(arith, value)] = arith.array(value)
+            local[param] = self._constants[(arith, value)]
+        return local
 
     def _path_calls(self, name: str) -> set[str]:
         """The functions on a path from ``name`` to the output (cached)."""
@@ -229,6 +247,11 @@ class SymbolicModel:
     def derivative(self, block: Block, symbol: sp.Symbol) -> sp.Expr:
         """SymPy's partial derivative of one block, cached; blocks that are the same up to
         the names of their symbols (the steps of an unrolled loop) share one ``diff``."""
+        if block.binding is not None:  # one diff per pattern, for the process
+            symbol = block.binding.symbol_for[symbol]
+            if (block.expr, symbol) not in self._patterns:
+                self._patterns[(block.expr, symbol)] = pattern_derivative(block.expr, symbol)
+            return self._patterns[(block.expr, symbol)]
         key = (id(block), symbol)
         if key not in self._derivatives:
             free = sorted(block.expr.free_symbols | {symbol}, key=str)
@@ -342,7 +365,8 @@ class SymbolicModel:
 
         def compute(arith: Arith) -> tuple[np.ndarray, np.ndarray]:
             env = {self.symbols[n]: arith.array(v) for n, v in values.items()}
-            self._reduce_all(expr, env, arith)
+            with np.errstate(all="ignore"):
+                self._reduce_all(expr, env, arith)
             return in_range(arith, np.broadcast_to(evaluate(expr, env, arith), shape))
 
         size = self._size(values, shape)
@@ -386,7 +410,8 @@ class SymbolicModel:
     ) -> Expected:
         env = {self.symbols[n]: arith.array(v) for n, v in values.items()}
         ordered = [n for n in self.expression.variables if n in differentiate]
-        self._reduce_all(self.output.expr, env, arith)
+        with np.errstate(all="ignore"):
+            self._reduce_all(self.output.expr, env, arith)
         output = np.broadcast_to(evaluate(self.output.expr, env, arith), self.output.shape)
         grads: dict[str, Any] = dict.fromkeys(ordered)  # None: nothing added yet (0)
         kinks = {n: np.zeros(self.shapes[n], dtype=bool) for n in ordered}
@@ -394,7 +419,8 @@ class SymbolicModel:
         upstream = np.broadcast_to(arith.array(weights), self.output.shape)
         self._exact_zeros = exact_zeros
         self._marked = set()
-        run = _Pass(env, grads, differentiate, arith, kinks, notes)
+        names = {s: n for n, s in self.symbols.items() if n in differentiate}
+        run = _Pass(env, grads, differentiate, arith, kinks, notes, names)
         with np.errstate(all="ignore"):
             self._vjp(self.output, upstream, run)
         for name, grad in grads.items():
@@ -405,21 +431,23 @@ class SymbolicModel:
     def _under(self, expr: sp.Expr) -> set[sp.Symbol]:
         """The blocks ``expr`` uses, directly or through other blocks (no recursion)."""
         found: set[sp.Symbol] = set()
-        stack = [expr]
+        stack = [expr.free_symbols]
         while stack:
-            for symbol in stack.pop().free_symbols:
+            for symbol in stack.pop():
                 if symbol in self.reductions and symbol not in found:
                     found.add(symbol)
-                    stack.append(self.reductions[symbol].expr)
+                    stack.append(self._inputs(self.reductions[symbol]))
         return found
 
     def _reduce_all(self, expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> None:
         """Evaluate every block under ``expr`` (reductions, steps), innermost first, into
-        ``env``: in the order the blocks were made, each after those it uses."""
+        ``env``: in the order the blocks were made, each after those it uses (within
+        ``np.errstate(all="ignore")``)."""
         needed = self._under(expr)
         for symbol, block in self.reductions.items():
             if symbol in needed and symbol not in env:
-                inner = np.broadcast_to(evaluate(block.expr, env, arith), block.shape)
+                local = self._local(block, env, arith)
+                inner = _shaped(evaluate_quiet(block.expr, local, arith), block.shape)
                 if block.kind in ("detach", "step"):  # the values themselves
                     env[symbol] = inner
                     continue
@@ -442,7 +470,7 @@ class SymbolicModel:
             inner, reached = self.reductions[symbol], pending.pop(symbol)
             if inner.kind == "mean" and inner.shape:
                 reached = reached * arith.number(sp.Rational(1, math.prod(inner.shape)))
-            self._vjp_block(inner, np.broadcast_to(reached, inner.shape), run, pending)
+            self._vjp_block(inner, _shaped(reached, inner.shape), run, pending)
 
     def _vjp_block(
         self, block: Block, upstream: np.ndarray, run: _Pass, pending: dict[sp.Symbol, Any]
@@ -450,29 +478,29 @@ class SymbolicModel:
         """One block of ``_vjp``: its inputs' gradients added to ``grads``, and what
         reaches each block it uses added to ``pending`` (a step's elementwise, reduced to
         its shape; a reduction's summed)."""
-        env, arith, differentiate, kinks = run.env, run.arith, run.differentiate, run.kinks
-        names = {s: n for n, s in self.symbols.items() if n in differentiate}
-        zero = arith.number(sp.Integer(0))
-        for symbol in sorted(block.expr.free_symbols, key=str):  # a fixed order of sums
+        env, arith, names, kinks = run.env, run.arith, run.names, run.kinks
+        zero, local_env = arith.number(sp.S.Zero), self._local(block, env, arith)
+        for symbol in self._inputs(block):  # a fixed order of sums
             if symbol not in names and symbol not in self.reductions:
                 continue
             if symbol in self.reductions and self.reductions[symbol].kind == "detach":
                 continue  # no gradient flows into a detached copy
             derivative = self.derivative(block, symbol)
-            local = evaluate(derivative, env, arith)
-            if local.shape == block.shape and _owned(local, env):  # a new array: reused
+            local = evaluate_quiet(derivative, local_env, arith)
+            if local.shape == block.shape and owned(local, local_env):  # a new array: reused
                 contribution = np.multiply(upstream, local, out=local)
             else:
-                contribution = upstream * np.broadcast_to(local, block.shape)
+                contribution = np.multiply(upstream, _shaped(local, block.shape))
             del local
             if self._exact_zeros:
                 contribution = np.where(np.asarray(upstream == 0, dtype=bool), zero, contribution)
-            if kinks is not None:
-                for atom, at in kink_sites(derivative, env, block.shape, arith):
+            if kinks is not None and self._jumps(derivative):
+                for atom, at in kink_sites(derivative, local_env, block.shape, arith):
                     site = (id(block), atom, at.tobytes())
                     if site not in self._marked:  # the same jump in several derivatives
                         self._marked.add(site)
-                        for name, mask in self._movers(atom, at, block.shape, run).items():
+                        moved = Block(atom.args[0], block.shape, binding=block.binding)
+                        for name, mask in self._movers(moved, at, run).items():
                             kinks[name] |= mask
                             uses = self._path_calls(name)
                             run.notes[name] |= kink_codes(type(atom).__name__, uses)
@@ -480,7 +508,7 @@ class SymbolicModel:
                 name = names[symbol]
                 arith.check_sum([contribution], self.shapes[name])  # broadcast sums that cancel
                 reduced = reduce_to_shape(contribution, self.shapes[name], own=True)
-                _accumulate(run.grads, name, reduced, arith)
+                accumulate(run.grads, name, reduced, arith)
                 continue
             inner = self.reductions[symbol]
             if inner.kind == "step":
@@ -489,21 +517,18 @@ class SymbolicModel:
             else:
                 reached = arith.total(contribution)
             pending.setdefault(symbol, None)
-            _accumulate(pending, symbol, reached, arith)
+            accumulate(pending, symbol, reached, arith)
 
-    def _movers(
-        self, atom: sp.Expr, at: np.ndarray, shape: Shape, run: _Pass
-    ) -> dict[str, np.ndarray]:
-        """The input elements whose change moves ``atom``'s argument at the elements ``at``
-        where it sits at its jump: a nonzero total derivative, through reductions too (in
-        abs(sum(y) - y) the first argument, y1 + y2, does not move with y0). Random
-        positive weights keep different kink elements from cancelling."""
-        weights = np.where(at, np.random.default_rng(0).uniform(1.0, 2.0, shape), 0.0)
+    def _movers(self, block: Block, at: np.ndarray, run: _Pass) -> dict[str, np.ndarray]:
+        """The input elements whose change moves a jump's argument (``block``) at the
+        elements ``at`` where it sits at its jump: a nonzero total derivative, through
+        reductions too (in abs(sum(y) - y) the first argument, y1 + y2, does not move with
+        y0). Random positive weights keep different kink elements from cancelling."""
+        weights = np.where(at, np.random.default_rng(0).uniform(1.0, 2.0, block.shape), 0.0)
         arith = run.arith
         moved: dict[str, Any] = dict.fromkeys(run.grads)
         exact_zeros, self._exact_zeros = self._exact_zeros, True
         try:
-            block = Block(atom.args[0], shape)
             upstream = arith.array(weights)
             self._vjp(block, upstream, replace(run, grads=moved, kinks=None, notes={}))
         finally:
@@ -516,46 +541,6 @@ class SymbolicModel:
             if mask.any():
                 found[name] = mask
         return found
-
-
-def _owned(value: np.ndarray, env: dict[sp.Symbol, Any]) -> bool:
-    """Whether ``value`` is an array of its own, made by this evaluation (not an input's
-    array, a view or a constant), so that it may be overwritten."""
-    return (
-        isinstance(value, np.ndarray)
-        and value.ndim > 0
-        and value.flags.owndata
-        and value.flags.writeable
-        and not any(np.may_share_memory(value, v) for v in env.values())
-    )
-
-
-def _accumulate(grads: dict[Any, Any], name: Any, contribution: np.ndarray, arith: Arith) -> None:
-    """``grads[name] += contribution`` (``contribution`` is an array of its own): in place.
-    The first contribution is added to 0 as before (0 + -0.0 is 0.0), in its own array."""
-    total = grads[name]
-    if total is not None:
-        arith.check_sum([total, contribution], np.shape(total))  # contributions that cancel
-    if total is None:
-        zero = arith.number(sp.Integer(0))
-        if (
-            isinstance(contribution, np.ndarray)
-            and contribution.ndim
-            and contribution.flags.writeable
-        ):
-            grads[name] = np.add(zero, contribution, out=contribution)
-        else:
-            grads[name] = zero + contribution
-    elif (
-        isinstance(total, np.ndarray)
-        and isinstance(contribution, np.ndarray)
-        and total.ndim
-        and total.shape == contribution.shape
-        and total.dtype == contribution.dtype
-    ):
-        np.add(total, contribution, out=total)
-    else:
-        grads[name] = total + contribution
 
 
 def _shape_of(expr: sp.Expr, shapes: dict[sp.Symbol, Shape]) -> Shape:
@@ -595,3 +580,8 @@ def _summed(term: sp.Expr, shape: Shape, to: Shape, shapes: dict[sp.Symbol, Shap
         text = f"sum({text})" if whole else text
         pieces.append(count * sp.Mul(*outside) * sp.Symbol(text, real=True))
     return sp.Add(*pieces)
+
+
+def _shaped(value: Any, shape: Shape) -> Any:
+    """``value`` broadcast to ``shape`` (a read-only view); a number as it is."""
+    return value if shape == () and np.ndim(value) == 0 else np.broadcast_to(value, shape)

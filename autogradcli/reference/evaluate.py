@@ -40,6 +40,7 @@ PRECISE_ELEMENTS = 256  # elements evaluated precisely; beyond, float64 with err
 MAX_ARGUMENT = 2**64
 HUGE_EXPONENT = 2**80
 GROWING = ("exp", "sinh", "cosh")
+KEPT_NUMBERS = 4096  # SymPy numbers each precise arithmetic keeps as mpf
 
 # SymPy's function name -> (NumPy's function, mpmath's name): what the tree walk can call.
 FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
@@ -176,6 +177,7 @@ class Precise:
         self._float = np.frompyfunc(float, 1, 1)
         self._isnan = np.frompyfunc(self.ctx.isnan, 1, 1)
         self._isfinite = np.frompyfunc(self.ctx.isfinite, 1, 1)
+        self._numbers: dict[sp.Expr, Any] = {}  # SymPy's numbers as mpf, made once
 
     def _real(self, fn: Callable[[Any], Any], growing: bool) -> Callable[[Any], Any]:
         mpf, ctx = self.ctx.mpf, self.ctx
@@ -210,7 +212,12 @@ class Precise:
         return result if isinstance(result, self.ctx.mpf) else self.nan
 
     def number(self, value: sp.Expr) -> Any:
-        return _object(self._scalar(value))
+        found = self._numbers.get(value)
+        if found is None:
+            if len(self._numbers) >= KEPT_NUMBERS:
+                self._numbers.clear()
+            found = self._numbers[value] = self._scalar(value)
+        return _object(found)
 
     def _scalar(self, value: sp.Expr) -> Any:
         ctx = self.ctx
@@ -299,6 +306,11 @@ def evaluate(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith = FLOAT64) -
         return np.asarray(arith.walk(expr, env), dtype=arith.dtype)
 
 
+def evaluate_quiet(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith = FLOAT64) -> Any:
+    """``evaluate`` for a caller already within ``np.errstate(all="ignore")``."""
+    return np.asarray(arith.walk(expr, env), dtype=arith.dtype)
+
+
 def _uses(expr: sp.Expr, env: dict[sp.Symbol, Any]) -> dict[sp.Expr, int]:
     """How many times each subexpression of ``expr`` is an argument of another (SymPy
     shares equal subexpressions, so the tree is a graph); names in ``env`` are not counted."""
@@ -317,7 +329,106 @@ def _uses(expr: sp.Expr, env: dict[sp.Symbol, Any]) -> dict[sp.Expr, int]:
 
 
 def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
+    if len(env) <= PLANNED_NAMES and all(isinstance(k, sp.Symbol) for k in env):
+        plan = _plan(expr)
+        if plan is not None and all(s in env for s in plan.symbols):
+            return plan.run(env, arith)
     return _Walk(expr, env, arith).value(expr)
+
+
+# The kinds of node a plan takes (``_Walk._value`` takes each of them one way).
+_SYMBOL, _NUMBER, _ADD, _MUL, _POW, _CALL = range(6)
+PLANNED_NAMES = 16  # a plan runs over an ``env`` of at most these names (a step's)
+KEPT_PLANS = 4096
+
+
+class _Plan:
+    """A SymPy term's nodes in an order that evaluates each after its arguments, each
+    shared node once: the same numbers as ``_Walk`` (the same operations in ``arith``),
+    without its lookups by term. Made only for terms of symbols, numbers, sums,
+    products of distinct bases, powers and the functions of ``FUNCTIONS`` (``_plan``);
+    a value is dropped after its last use, as the walk drops it."""
+
+    def __init__(self, steps: list[tuple[int, Any, tuple[int, ...]]]) -> None:
+        self.steps = steps
+        self.symbols = [data for kind, data, _ in steps if kind == _SYMBOL]
+        last: dict[int, int] = {}
+        for k, (_, _, args) in enumerate(steps):
+            last.update(dict.fromkeys(args, k))
+        self.dropped: list[list[int]] = [[] for _ in steps]
+        for slot, k in last.items():
+            self.dropped[k].append(slot)
+
+    def run(self, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
+        values: list[Any] = [None] * len(self.steps)
+        for k, (kind, data, args) in enumerate(self.steps):
+            if kind == _SYMBOL:
+                values[k] = env[data]
+            elif kind == _NUMBER:
+                values[k] = arith.number(data)
+            elif kind == _ADD:
+                values[k] = reduce(np.add, [values[a] for a in args])
+            elif kind == _MUL:
+                values[k] = reduce(np.multiply, [values[a] for a in args], arith.number(sp.S.One))
+            elif kind == _POW:
+                values[k] = arith.power(values[args[0]], values[args[1]])
+            else:
+                values[k] = arith.call(data, values[args[0]])
+            for slot in self.dropped[k]:
+                values[slot] = None
+        return values[-1]
+
+
+_PLANS: dict[sp.Expr, _Plan | None] = {}
+
+
+def _plan(expr: sp.Expr) -> _Plan | None:
+    """The plan of ``expr`` (kept for the process), or None where the walk must take it
+    (a condition, a jump, a merged power, ``u/sign(u)``, a function of several arguments)."""
+    if expr in _PLANS:
+        return _PLANS[expr]
+    if len(_PLANS) >= KEPT_PLANS:
+        _PLANS.clear()
+    slots: dict[sp.Expr, int] = {}
+    steps: list[tuple[int, Any, tuple[int, ...]]] = []
+    stack: list[tuple[sp.Expr, bool]] = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        if node in slots:
+            continue
+        kind = _kind(node)
+        if kind is None:
+            _PLANS[expr] = None
+            return None
+        args = node.args if kind in (_ADD, _MUL, _POW, _CALL) else ()
+        if not ready and args:
+            stack.append((node, True))
+            stack.extend((a, False) for a in reversed(args) if a not in slots)
+            continue
+        data = node if kind in (_SYMBOL, _NUMBER) else node.func.__name__
+        slots[node] = len(steps)
+        steps.append((kind, data, tuple(slots[a] for a in args)))
+    _PLANS[expr] = plan = _Plan(steps)
+    return plan
+
+
+def _kind(node: sp.Basic) -> int | None:
+    """How a plan takes ``node`` (None: only the walk takes it)."""
+    if isinstance(node, sp.Symbol):
+        return _SYMBOL
+    if node.is_Number or isinstance(node, sp.NumberSymbol):
+        return _NUMBER
+    if node.is_Add:
+        return _ADD
+    if node.is_Mul:
+        bases = [a.base if a.is_Pow else a for a in node.args]
+        special = any(isinstance(a, (sp.Heaviside, sp.DiracDelta)) for a in node.args)
+        return None if special or len(set(bases)) < len(bases) else _MUL
+    if node.is_Pow:
+        return None if isinstance(node.base, sp.sign) and node.exp == -1 else _POW
+    if node.func.__name__ in FUNCTIONS and len(node.args) == 1:
+        return _CALL
+    return None
 
 
 class _Walk:
@@ -347,7 +458,7 @@ class _Walk:
         return self.cache[node]
 
     def product(self, factors: Iterable[Any]) -> Any:
-        return reduce(np.multiply, factors, self.arith.number(sp.Integer(1)))
+        return reduce(np.multiply, factors, self.arith.number(sp.S.One))
 
     def _value(self, node: sp.Expr) -> Any:
         arith, value = self.arith, self.value
@@ -399,7 +510,7 @@ class _Walk:
         return result
 
     def _mul(self, node: sp.Expr) -> Any:
-        value, zero = self.value, self.arith.number(sp.Integer(0))
+        value, zero = self.value, self.arith.number(sp.S.Zero)
         bases = [a.base if a.is_Pow else a for a in node.args]
         if len(set(bases)) < len(bases):  # x**y*y/x is 0/0 at x = 0; y*x**(y-1) is not
             merged = sp.powsimp(node, combine="exp")
@@ -428,7 +539,7 @@ SPECIAL = (sp.Heaviside, sp.DiracDelta, sp.atan2, sp.re, sp.im, sp.arg, sp.Max, 
 def _special(node: sp.Expr, args: list[Any], arith: Arith) -> Any:
     """The functions SymPy's derivatives bring that are not in the vocabulary: jumps
     (Heaviside, DiracDelta), the complex helpers of real values, Max and Min."""
-    zero, nan = arith.number(sp.Integer(0)), arith.number(sp.nan)
+    zero, nan = arith.number(sp.S.Zero), arith.number(sp.nan)
     if isinstance(node, sp.Heaviside):
         at_zero = to_float(node.args[1]) if len(node.args) > 1 else 0.5
         return arith.heaviside(args[0], at_zero)
