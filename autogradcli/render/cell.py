@@ -23,7 +23,8 @@ from autogradcli.render.numbers import (
     mark,
     shorten,
 )
-from autogradcli.results import CellEvent, CellResult, HookResult
+from autogradcli.results import CellEvent, CellResult, HookResult, LeafGrad
+from autogradcli.results.grad import relabel
 
 
 def render_cell(result: CellResult, style: Style = CLI) -> Group:
@@ -38,6 +39,7 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
     parts: list[Any] = [header]
     seen: set[str] = set()
     looped = any(e.kind == "backward" and e.check is None for e in result.events)
+    shown = result.display
     for number, event in enumerate(result.events, start=1):
         if looped and event.kind != "print" and event.statement in seen and _unchecked(event):
             continue  # a loop's pass run without a check: counted in the summary below
@@ -45,17 +47,19 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
         if event.printed is not None:  # what Python prints, then the numbers' checks
             parts.append(Text(event.printed, overflow="fold"))  # folded, never cut
         parts.append(_line(number, event))
-        if event.grads:
-            parts.append(_grads(event))
+        grads = result.shown_grads(number - 1)
+        if grads:
+            parts.append(_grads(event, grads, shown))
         if event.check is not None:
             parts += [_hook(h) for h in event.check.hooks]
         for item in event.shown:
             if event.printed is not None and item.verdict is None:
                 continue  # the printed line above has it as Python wrote it
             parts.append(_shown(item.text, item.value, item.expected, item.verdict))
-        for g in event.grads:
+        for g in grads:
             if g.verdict not in (None, AGREE) and g.cause is not None:
-                parts.append(Text(f"   {g.name}: {cause_text(g.cause)}", style="yellow"))
+                name = shown.get(g.name, g.name)
+                parts.append(Text(f"   {name}: {cause_text(g.cause)}", style="yellow"))
     for check in result.functions:  # custom autograd Functions: the user's backward
         parts += render_function(check)
     parts += _loops(result)
@@ -105,17 +109,18 @@ def _line(number: int, event: CellEvent) -> Text:
     return text
 
 
-def _grads(event: CellEvent) -> Table:
+def _grads(event: CellEvent, grads: tuple[LeafGrad, ...], shown: dict[str, str]) -> Table:
+    """The leaves' ``.grad`` at one line, each under the name the user wrote."""
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
     columns = ["", ".grad (torch)", "expected (SymPy)", "max abs error", "check"]
     if event.kind == "backward":
         columns.insert(3, "derivative (SymPy)")
     for column in columns:
         add_column(table, column, formula=column.startswith("derivative"))
-    for g in event.grads:
-        row = ["   " + g.name, format_array(g.grad), format_array(g.expected)]
+    for g in grads:
+        row = ["   " + shown.get(g.name, g.name), format_array(g.grad), format_array(g.expected)]
         if event.kind == "backward":
-            row.append(_short(g.derivative or "—"))
+            row.append(Text(_short(relabel(g.derivative, shown) or "—")))  # [x (line 2)]
         row += [error_text(g.max_abs_error), mark(g.verdict)]
         table.add_row(*row)
     return table

@@ -22,7 +22,7 @@ from autogradcli.render.numbers import (
     worst_at,
 )
 from autogradcli.results import Expectation, GradResult, Suggestion
-from autogradcli.results.grad import VariableResult
+from autogradcli.results.grad import VariableResult, relabel
 
 
 def render(result: GradResult, style: Style = CLI) -> Group:
@@ -42,16 +42,19 @@ def render(result: GradResult, style: Style = CLI) -> Group:
         what = spell("external gradient ([[weights]])", style)
         parts.append(Text(f"{what}: {format_array(result.weights)}"))
     parts.append(Fit(_gradient_table(result), _gradient_rows(result)))
+    shown = result.display
     for var in result.variables.values():
         if var.chain:
+            chain, expanded = relabel(var.chain, shown), relabel(var.derivative, shown)
             parts.append(
-                Text(f"chain rule: {_short(var.chain)}, expanded: {_short(var.derivative or '')}")
+                Text(f"chain rule: {_short(chain or '')}, expanded: {_short(expanded or '')}")
             )
     parts += _causes(result)
     parts += [_suggestion(s, result.dtype) for s in result.suggestions]
     for var in result.variables.values():
         for note in var.notes:
-            parts.append(Text(f"note ({var.name}): {note_text(note, style)}", style="yellow"))
+            name = shown.get(var.name, var.name)
+            parts.append(Text(f"note ({name}): {note_text(note, style)}", style="yellow"))
     for note in result.notes:
         parts.append(Text(f"note: {note_text(note, style)}", style="yellow"))
     if len(result.passes) > 1:
@@ -80,7 +83,7 @@ def render(result: GradResult, style: Style = CLI) -> Group:
 
 def _expectation(e: Expectation) -> Text:
     """``expected x.grad = 93: ✓ autograd ✓ SymPy``."""
-    line = Text(f"you expect {e.name}.grad = ")
+    line = Text(f"you expect {e.name}.grad = ")  # the name the user gave
     line.append_text(format_array(e.value))
     line.append(": autograd ")
     line.append_text(mark(e.autograd_agree))
@@ -118,9 +121,11 @@ def _gradient_table(result: GradResult) -> Table:
     columns += ["derivative\n(SymPy)", "max abs\nerror", "check"]
     for column in columns:
         add_column(table, column, formula=column.startswith("derivative"))
+    shown = result.display
     for v in result.variables.values():
+        name = shown.get(v.name, v.name)
         if v.requires_grad:
-            cells = [v.name, format_array(v.value), format_array(v.grad), format_array(v.expected)]
+            cells = [name, format_array(v.value), format_array(v.grad), format_array(v.expected)]
             if numeric:
                 cells.append(format_array(v.numeric))
             check = mark(v.verdict)
@@ -128,10 +133,10 @@ def _gradient_table(result: GradResult) -> Table:
                 check = Text.assemble(
                     mark(v.verdict), " SymPy\n", mark(v.numeric_verdict), " numeric"
                 )
-            cells += [_short(v.derivative or "—"), _error_at(v), check]
+            cells += [Text(_short(relabel(v.derivative, shown) or "—")), _error_at(v), check]
             table.add_row(*cells)
         else:
-            cells = [v.name, format_array(v.value), "None", "— (requires_grad=False)"]
+            cells = [name, format_array(v.value), "None", "— (requires_grad=False)"]
             cells += ["—"] if numeric else []
             table.add_row(*cells, "—", "—", mark(None))
     return table
@@ -145,9 +150,11 @@ def _error_at(v: VariableResult) -> str:
 def _gradient_rows(result: GradResult) -> Group:
     """The gradients table's rows stacked, for a terminal too narrow for the table."""
     lines: list[Text] = [Text("gradients", style="italic")]
+    shown = result.display
     for v in result.variables.values():
-        value = indented(format_array(v.value), len(v.name) + 3)
-        lines.append(Text.assemble((v.name, "bold"), " = ", value))
+        name = shown.get(v.name, v.name)
+        value = indented(format_array(v.value), len(name) + 3)
+        lines.append(Text.assemble((name, "bold"), " = ", value))
         if not v.requires_grad:
             lines.append(Text("  .grad              None (requires_grad=False)"))
             continue
@@ -158,7 +165,7 @@ def _gradient_rows(result: GradResult) -> Group:
         if v.numeric is not None:
             rows.append(("numeric", format_array(v.numeric)))
         rows += [
-            ("derivative (SymPy)", Text(_short(v.derivative or "—"))),
+            ("derivative (SymPy)", Text(_short(relabel(v.derivative, shown) or "—"))),
             ("max abs error", Text(_error_at(v))),
             ("check", mark(v.verdict)),
         ]
@@ -187,7 +194,8 @@ def _passes_table(result: GradResult) -> Table:
     table = Table(show_lines=True)
     table.add_column("pass")
     names = list(result.passes[0].grads)
-    for name in names:
+    for internal in names:
+        name = result.display.get(internal, internal)
         table.add_column(name if _functional(result) else f"{name}.grad", overflow="ellipsis")
         table.add_column(
             "expected (SymPy)\n"
@@ -211,7 +219,7 @@ def _causes(result: GradResult) -> list[Text]:
     """One line per distinct cause: what makes a check ≈ or ✗, in its colour."""
     lines: dict[str, Text] = {}
     pairs = [("output", result.output_verdict, result.output_cause)]
-    pairs += [(n, v.verdict, v.cause) for n, v in result.variables.items()]
+    pairs += [(result.display.get(n, n), v.verdict, v.cause) for n, v in result.variables.items()]
     for name, verdict, cause in pairs:
         if cause is None or verdict is None:
             continue
@@ -279,7 +287,9 @@ def _verdict(result: GradResult) -> Text:
             f"(bound {result.rounding_bound:.2g} relative; float64 agrees){strict}",
             style=STYLES[MARK_OF[ROUNDING]],
         )
-    unseen = [n for n, v in result.variables.items() if v.verdict == UNCHECKED]
+    unseen = [
+        result.display.get(n, n) for n, v in result.variables.items() if v.verdict == UNCHECKED
+    ]
     if verdict == UNCHECKED:
         return Text(
             f"{MARK_OF[UNCHECKED]} not checked: the numeric reference is too loose for "
@@ -287,9 +297,12 @@ def _verdict(result: GradResult) -> Text:
             "notes); exit code 1",
             style=STYLES[MARK_OF[UNCHECKED]],
         )
-    failing = [n for n, v in result.variables.items() if v.verdict == "disagree"]
+    shown = result.display
+    failing = [shown.get(n, n) for n, v in result.variables.items() if v.verdict == "disagree"]
     failing += [
-        f"{n} (numeric)" for n, v in result.variables.items() if v.numeric_verdict == "disagree"
+        f"{shown.get(n, n)} (numeric)"
+        for n, v in result.variables.items()
+        if v.numeric_verdict == "disagree"
     ]
     if result.output_verdict == "disagree":
         failing.insert(0, "output")

@@ -3,6 +3,7 @@ sums, printed values."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from autogradcli.results.base import (
     strict,
 )
 from autogradcli.results.custom import FunctionCheck
-from autogradcli.results.grad import GradResult
+from autogradcli.results.grad import GradResult, displayed
 
 
 def _shown_value(value: Any) -> Any:
@@ -144,6 +145,42 @@ class CellResult(Judged):
         """Each leaf's ``.grad`` at the end of the cell."""
         last = next((e for e in reversed(self.events) if e.grads), None)
         return {} if last is None else {g.name: g.grad for g in last.grads}
+
+    @functools.cached_property
+    def display(self) -> dict[str, str]:
+        """Each name the cell holds as the user wrote it (``display_names``)."""
+        return displayed(self.expression)
+
+    @functools.cached_property
+    def defined(self) -> tuple[frozenset[str], ...] | None:
+        """For each event, the names bound before its line (a leaf a later line makes has
+        no ``.grad`` to show there); None where the lines and events do not match up."""
+        from autogradcli.lang.parser import parse_expression
+        from autogradcli.lang.tree import Backward, Leaf, Reset, Show, Step
+
+        try:
+            program = parse_expression(self.expression)
+        except AutogradCliError:
+            return None
+        made = {n for n in program.variables if n not in dict(program.names)}
+        found: list[frozenset[str]] = []
+        for statement in program.statements:
+            if isinstance(statement, Leaf | Step):
+                made.add(statement.name)
+            elif isinstance(statement, Backward | Reset | Show):
+                found.append(frozenset(made))
+        return tuple(found) if len(found) >= len(self.events) else None
+
+    def shown_grads(self, index: int) -> tuple[LeafGrad, ...]:
+        """The ``.grad`` rows of event ``index`` (0-based) a user sees: a leaf made by a
+        later line has none yet."""
+        grads = self.events[index].grads
+        if all(g.grad is not None or g.expected is not None for g in grads):
+            return grads
+        defined = self.defined
+        if defined is None:
+            return grads
+        return tuple(g for g in grads if g.name in defined[index])
 
     def first_cause(self) -> Cause | None:
         for event in self.events:

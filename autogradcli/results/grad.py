@@ -4,11 +4,16 @@ expected gradients and the suggestions."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from autogradcli.errors import AutogradCliError
+from autogradcli.lang.tree import Program
 from autogradcli.messages import CLI, PYTHON, Style, cause_text
 from autogradcli.notes import Note
 from autogradcli.policy.verdict import (
@@ -422,6 +427,11 @@ class GradResult(Judged):
                 return cause
         return None
 
+    @functools.cached_property
+    def display(self) -> dict[str, str]:
+        """Each name the program holds as the user wrote it (``display_names``)."""
+        return displayed(self.expression, frozenset(self.variables))
+
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         """The ``--json`` document: arrays become numbers or nested lists, non-finite
         numbers the strings "NaN", "Infinity" and "-Infinity"."""
@@ -462,3 +472,94 @@ class GradResult(Judged):
                 **self.verdict_fields(),
             }
         )
+
+
+def displayed(text: str, given: frozenset[str] = frozenset()) -> dict[str, str]:
+    """``display_names`` of the program ``text`` (read again: a result keeps the text, not
+    the program); nothing where no name is bound twice (``x_2`` is made for the second)
+    or the text does not read."""
+    lines = _binding_lines(text)
+    if not any(len(at) > 1 for at in lines.values()) and not set(lines) & given:
+        return {}
+    from autogradcli.lang.parser import parse_expression
+
+    try:
+        return display_names(parse_expression(text, given=given))
+    except AutogradCliError:
+        return {}
+
+
+def display_names(program: Program) -> dict[str, str]:
+    """Each name the program holds (inputs, values it defines, steps) as the user sees it:
+    the name written, or where several values share it, the name and the line that binds
+    it, ``y (line 3)`` (an input given from outside: ``x (input)``; several on one line:
+    ``y (assignment 2)``). The program keeps its own names (``y_1``, ``x_2``)."""
+    written = dict(program.names)
+    groups: dict[str, list[str]] = {}
+    for name in program.variables:
+        if name not in written:  # given from outside: before every line
+            groups.setdefault(name, []).append(name)
+    for name, word in program.names:
+        groups.setdefault(word, []).append(name)
+    lines = _binding_lines(program.text)
+    shown: dict[str, str] = {}
+    for word, members in groups.items():
+        if len(members) == 1:
+            shown[members[0]] = word
+            continue
+        bound = [m for m in members if m in written]
+        at = lines.get(word, [])
+        by_line = len(at) == len(bound) and len(set(at)) == len(at)
+        for member in members:
+            if member not in written:
+                shown[member] = f"{word} (input)"
+            elif by_line:
+                shown[member] = f"{word} (line {at[bound.index(member)]})"
+            else:
+                shown[member] = f"{word} (assignment {bound.index(member) + 1})"
+    return shown
+
+
+def _binding_lines(text: str) -> dict[str, list[int]]:
+    """The lines that bind each name, in order: ``y = ...``, ``y += ...`` and in-place
+    methods ``y.add_(...)``, inside with/if/try blocks too; a loop's lines twice (it binds
+    them again)."""
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[str, list[int]] = {}
+    stack = [(stmt, 1) for stmt in reversed(body)]
+    while stack:
+        stmt, times = stack.pop()
+        targets: list[ast.expr] = []
+        if isinstance(stmt, ast.Assign):
+            targets = list(stmt.targets)
+        elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
+            targets = [stmt.target]
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            method = stmt.value.func
+            if (
+                isinstance(method, ast.Attribute)
+                and method.attr.endswith("_")
+                and not method.attr.startswith("_")
+                and method.attr != "requires_grad_"
+            ):
+                targets = [method.value]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                found.setdefault(target.id, []).extend([stmt.lineno] * times)
+        inner = 2 if isinstance(stmt, ast.For | ast.While) else times
+        for block in ("finalbody", "orelse", "handlers", "body"):  # popped body first
+            stack.extend((s, inner) for s in reversed(getattr(stmt, block, []) or []))
+    return found
+
+
+def relabel(text: str | None, shown: dict[str, str]) -> str | None:
+    """A derivative or chain-rule ``text`` with each name as the user sees it (``shown``);
+    a name several values share in brackets, ``2*[x (line 2)]*[x (line 5)]``."""
+    changes = {n: s if s.isidentifier() else f"[{s}]" for n, s in shown.items() if s != n}
+    if not text or not changes:
+        return text
+    names = "|".join(re.escape(n) for n in sorted(changes, key=len, reverse=True))
+    return re.sub(rf"(?<![\w.])({names})(?!\w)", lambda m: changes[m.group(1)], text)
