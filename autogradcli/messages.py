@@ -597,6 +597,9 @@ ERRORS: dict[str, str] = {
     "condition_item": "'{text}': .item(), .tolist(), float(), int() and bool() in a "
     "condition are not followed; compare the tensor itself, e.g. 'if loss < 0.5:' (a "
     "one-element tensor's truth, read in its dtype)",
+    "while_never_ends": "'{text}' reads the same tensors on every pass and nothing changes "
+    "them, so the loop never ends (Python would run forever); assign the condition's tensor "
+    "again in the loop's body",
     "unbound_local": "'{name}' is read before the function assigns it (Python raises "
     "UnboundLocalError); pass it as an argument or assign it first",
 }

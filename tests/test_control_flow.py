@@ -72,10 +72,10 @@ def same_as_pytorch(text: str, seed: int, leaves: tuple[str, ...] = ("a",)) -> a
     for event, line in zip(prints, printed, strict=True):
         if event.printed is not None:  # a line Python formats: the same text
             assert event.printed == line
-        else:  # a tensor shown: PyTorch's values
-            (shown,) = event.shown
-            want = eval(shown.text, {}, names).numpy()  # the test-owned cell's expression
-            assert np.array_equal(np.asarray(shown.value), want)
+        else:  # tensors shown: PyTorch's values
+            for shown in event.shown:
+                want = eval(shown.text, {}, names).detach().numpy()  # the test's cell's
+                assert np.array_equal(np.asarray(shown.value), want)
     last = [e for e in result.events if e.kind == "backward"][-1]
     for grad in last.grads:
         if grad.name in leaves:
@@ -320,6 +320,29 @@ def test_refusals_name_what_to_write(body: str, message: str) -> None:
     with pytest.raises(AutogradCliError) as caught:
         ag.grad(text, seed=0)
     assert error_text(caught.value) == message
+
+
+def test_a_loop_that_changes_its_tensor_in_place_runs_as_pytorch_runs_it() -> None:
+    text = (
+        "import torch\nx = torch.tensor(2., requires_grad=True)\ny = x * 1\n"
+        "while y < 100:\n    y.mul_(2)\ny.backward()\nprint(x.grad, y)\n"
+    )
+    result = same_as_pytorch(text, 0, leaves=("x",))
+    assert "the loop ran 6 times" in str(result.notes[0])
+
+
+def test_a_loop_that_never_ends_is_said_at_once() -> None:
+    text = (
+        "import torch\nx = torch.tensor(2., requires_grad=True)\ny = x * 1\n"
+        "while y > 0:\n    z = y * 2\nz.backward()\n"
+    )
+    with pytest.raises(AutogradCliError) as caught:
+        ag.grad(text, seed=0)
+    assert error_text(caught.value) == (
+        "'while y > 0:' reads the same tensors on every pass and nothing changes them, so the "
+        "loop never ends (Python would run forever); assign the condition's tensor again in "
+        "the loop's body"
+    )
 
 
 def test_the_iteration_cap_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -312,6 +312,7 @@ class FlowLines:
     frames: list[tuple[dict[str, str], frozenset[str]]]
     returning: Any
     branched: bool
+    previous: dict[tuple[int, str], tuple[Any, int]]
 
     def expression(self, node: ast.AST, readable: bool = False) -> Any: ...  # the builder's
 
@@ -356,6 +357,23 @@ class FlowLines:
                 raise ExpressionError("function_returns_nothing", text=item.text)
             self.add_step(item.target, value)
 
+    def same_again(self, tree: Any, head: str, line: int) -> None:
+        """A ``while`` whose condition reads the very tensors it read the pass before,
+        nothing changed in place between: it never ends (Python would hang)."""
+        from autogradcli.lang.guards import Guard
+        from autogradcli.lang.tree import Leaf, Show, Step
+
+        before = self.previous.get((line, head))
+        self.previous[(line, head)] = (tree, len(self.statements))
+        if before is None or before[0] != tree:
+            return
+        between = self.statements[before[1] :]
+        if all(
+            isinstance(s, Leaf | Show | Guard) or (isinstance(s, Step) and s.in_place is None)
+            for s in between
+        ):
+            raise ExpressionError("while_never_ends", text=head)
+
     def settle(self, value: bool) -> None:
         """The whole condition's truth, kept on its last ``Branch`` (for the notes)."""
         from dataclasses import replace
@@ -382,6 +400,8 @@ class FlowLines:
             self.statements.append(Branch((tree,), head, kind=kind, line=line, open=True))
             raise Stop
         taken = self.oracle.decide(self.statements, self.leaves, tree)
+        if kind == "while" and taken:
+            self.same_again(tree, head, line)
         self.statements.append(Branch((tree,), head, kind=kind, line=line, taken=taken))
         if taken is None:  # Python raises here (or earlier): the cell ends
             raise Stop

@@ -134,6 +134,7 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines, FlowLi
     frames: list[tuple[dict[str, str], frozenset[str]]] = field(default_factory=list)
     returning: Node | None = None
     branched: bool = False  # a tensor condition was read
+    previous: dict[tuple[int, str], tuple[Any, int]] = field(default_factory=dict)
 
     def written(self, stmt: ast.AST) -> str:
         """The line as the cell writes it (its spacing kept), for showing."""
