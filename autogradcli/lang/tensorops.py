@@ -230,12 +230,23 @@ ENTRIES: tuple[Op, ...] = (
         kind="structural",
     ),
     # shapes
+    # A.T and A.t() are one transpose, but PyTorch records them apart: A.T a permute of
+    # every dim (PermuteBackward0), A.t() and torch.t(A) a TBackward0. Both are this entry;
+    # the second spelling carries spelling="t" (not a parameter a user writes or sees)
     Op(
         "T",
-        torch=lambda torch, a: a.t(),
-        components=lambda sp, np, a: a.T,
+        torch=lambda torch, a, spelling="T": (
+            torch.t(a) if spelling == "t" else torch.permute(a, tuple(range(a.ndim))[::-1])
+        ),
+        components=lambda sp, np, a, **_: a.T,
         shape=ops.t_shape,
-        spelled=("bare", "torch.t", "Tensor.t"),
+        spelled=("bare",),
+        kind="structural",
+    ),
+    Op(
+        "t",
+        build=lambda a: call("T", a, spelling="t"),
+        spelled=("torch", "Tensor"),
         kind="structural",
     ),
     Op(

@@ -15,7 +15,7 @@ from torch.autograd.graph import get_gradient_edge
 
 from autogradcli.errors import ComputationError
 from autogradcli.lang.text import unparse
-from autogradcli.lang.tree import Name, Node, Program, Rebuild, Step
+from autogradcli.lang.tree import Call, Name, Node, Program, Rebuild, Step
 from autogradcli.results import Freed, Graph, GraphNode, Saved
 from autogradcli.torchside.build import Trace
 
@@ -36,6 +36,15 @@ class _Written(Rebuild):
         base, dot, attr = node.id.partition(".")
         shown = self.expression.shown(base)
         return node if shown == base else Name(shown + dot + attr)
+
+    def call(self, node: Call, args: list[Node]) -> Node:
+        """``A.t()`` as written (the tree holds it as ``T(A)``, which is ``A.T``: PyTorch
+        records a TBackward0 for the one, a PermuteBackward0 for the other)."""
+        if node.func == "T" and node.options.get("spelling") == "t":
+            (inner,) = args
+            text = unparse(inner)
+            return Name(f"{text if isinstance(inner, Name | Call) else f'({text})'}.t()")
+        return super().call(node, args)
 
 
 def _line_of(step: Step, expression: Program) -> str:
