@@ -48,7 +48,7 @@ from autogradcli.lang.tree import (
     walk_names,
 )
 from autogradcli.lang.vocabulary import CONSTANTS, OPS, arguments, definition, kink_codes
-from autogradcli.reference.evaluate import FLOAT64, Arith, evaluate
+from autogradcli.reference.evaluate import _PLANS, FLOAT64, Arith, evaluate
 from autogradcli.reference.expected import Expected
 
 Shape = tuple[int, ...]
@@ -447,6 +447,15 @@ class Binding:
 
 _PATTERNS: _Kept[tuple[object, ...], Pattern] = _Kept(KEPT)
 _DERIVATIVES: _Kept[tuple[sp.Expr, sp.Symbol], sp.Expr] = _Kept(KEPT)
+
+
+def forget_patterns() -> None:
+    """Drop the patterns, derivatives and evaluation plans kept for the process (a
+    benchmark times a program as a first sight of it)."""
+    for kept in (_PATTERNS, _DERIVATIVES):
+        with kept.lock:
+            kept.items.clear()
+    _PLANS.clear()
 
 
 def pattern_derivative(expr: sp.Expr, symbol: sp.Symbol) -> sp.Expr:
