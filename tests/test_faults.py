@@ -25,6 +25,7 @@ import time
 import xml.dom.minidom
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import pytest
@@ -381,6 +382,35 @@ def test_ctrl_c_before_the_cases_start_stops_the_run_at_once(capsys):
     assert code == 130 and done == [] and totals["stopped"] == "Ctrl-C"
     assert err == "stopped by Ctrl-C: 0 of 3 cases finished\n"
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+@pytest.mark.parametrize("where", ["before", "while"])
+def test_a_case_that_finished_as_ctrl_c_came_is_printed_once(where, monkeypatch, capsys):
+    """The signal lands after case 2 joined the finished cases, ``before`` its line is
+    printed (it is printed after the run stops) or ``while`` it is (held till after)."""
+    real = checking._held
+
+    def held(stops: object, show: Any, shown: list[Done]) -> Any:
+        def interrupted_show(d: Done) -> None:
+            if where == "while" and d.case.line == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+            show(d)
+
+        each = real(stops, interrupted_show, shown)  # type: ignore[arg-type]
+
+        def interrupted(d: Done) -> None:
+            if where == "before" and d.case.line == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+            each(d)
+
+        return interrupted
+
+    monkeypatch.setattr(checking, "_held", held)
+    code = run_check(_three_cases(), "cases.txt", Output.JSON, None, 1, False)
+    out, err = capsys.readouterr()
+    done, totals = _lines(out)
+    assert code == 130 and [d["case"] for d in done] == [1, 2] and totals["cases"] == 2
+    assert err == "stopped by Ctrl-C: 2 of 3 cases finished\n"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -115,23 +115,38 @@ def _run_check(
     stops: _Stops,
 ) -> int:
     """The run under ``stops``: a signal while the cases run stops them; one that comes
-    after them, before the summary is made, still counts (the run reports it stopped)."""
+    after them, before the summary is made, still counts (the run reports it stopped).
+    Every case that finished is printed once, wherever the signal landed."""
     from autogradcli.render.json import dumps
 
     start = time.perf_counter()
     done: list[Done] = []
+    shown: list[Done] = []
+    if output is Output.JSON:
+
+        def show(d: Done) -> None:
+            typer.echo(dumps(d.to_dict()))
+
+    else:
+        from rich.console import Console
+
+        from autogradcli.render.check import case_line
+
+        out = Console(highlight=False)
+
+        def show(d: Done) -> None:
+            if d.exit_code != 0:
+                out.print(case_line(d))
+
+    each = _held(stops, show, shown)
     stopped, code = None, None
     try:
         try:
             stops.arm()
             if output is Output.JSON:
-
-                def each(d: Done) -> None:
-                    typer.echo(dumps(d.to_dict()))
-
                 run_all(cases, jobs, fail_fast, each, done, allow_writes)
             else:
-                _with_progress(cases, jobs, fail_fast, done, allow_writes)
+                _with_progress(cases, jobs, fail_fast, done, allow_writes, each)
         finally:
             stops.disarm()
     except KeyboardInterrupt:
@@ -140,6 +155,8 @@ def _run_check(
     except Terminated:
         stops.disarm()
         stopped, code = STOPS[signal.SIGTERM]
+    for d in done[len(shown) :]:  # finished, and the signal came before it was printed
+        show(d)
     seconds = time.perf_counter() - start
     failed = None
     if junit is not None:
@@ -168,17 +185,34 @@ def _run_check(
     return 2 if failed is not None and exit_code(done) < 2 else exit_code(done)
 
 
+def _held(stops: _Stops, show: Callable[[Done], None], shown: list[Done]) -> Callable[[Done], None]:
+    """``show`` of each finished case with the signals held (noted, then raised): a case
+    is printed and added to ``shown`` together, or neither."""
+
+    def each(d: Done) -> None:
+        stops.disarm()
+        try:
+            show(d)
+            shown.append(d)
+        finally:
+            stops.arm()
+
+    return each
+
+
 def _with_progress(
-    cases: list[Case], jobs: int, fail_fast: bool, done: list[Done], allow_writes: bool
+    cases: list[Case],
+    jobs: int,
+    fail_fast: bool,
+    done: list[Done],
+    allow_writes: bool,
+    each: Callable[[Done], None],
 ) -> list[Done]:
-    """Rich's progress bar on standard error when it is a terminal; each case that did not
-    agree printed as it comes."""
+    """Rich's progress bar on standard error when it is a terminal; ``each`` case
+    printed as it comes."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from autogradcli.render.check import case_line
-
-    out = Console(highlight=False)
     err = Console(stderr=True)
     show = err.is_terminal and sys.stderr.isatty()
     with Progress(
@@ -192,9 +226,8 @@ def _with_progress(
     ) as progress:
         task = progress.add_task("checking", total=len(cases))
 
-        def each(done: Done) -> None:
+        def advanced(d: Done) -> None:
             progress.advance(task)
-            if done.exit_code != 0:
-                out.print(case_line(done))
+            each(d)
 
-        return run_all(cases, jobs, fail_fast, each, done, allow_writes)
+        return run_all(cases, jobs, fail_fast, advanced, done, allow_writes)
