@@ -158,3 +158,17 @@ def test_a_plan_gives_the_walk_s_numbers(expr: sp.Expr) -> None:
 )
 def test_the_walk_takes_what_a_plan_does_not(expr: sp.Expr) -> None:
     assert _plan(expr) is None
+
+
+def test_rounding_steps_read_each_constant_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A product of 200 factors: each link's operands' constant values come from one walk
+    of the tree (each link folding its whole left side again was quadratic)."""
+    from autogradcli.lang import analysis
+
+    asked: list[object] = []
+    real = analysis.constant_value
+    monkeypatch.setattr(analysis, "constant_value", lambda node: asked.append(node) or real(node))
+    text = "*".join(["x"] * 200) + " + 0*x*x"  # 0*x counts nothing
+    program = parse_expression(text, Limits())
+    assert analysis.rounding_steps(program, {"x": ()}, Limits()) == 3 * 199 + 3 + 3
+    assert asked == []

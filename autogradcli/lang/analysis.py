@@ -167,6 +167,19 @@ class _Rounding(Fold[int]):
     def __init__(self, shapes: dict[str, tuple[int, ...]], limits: Limits) -> None:
         super().__init__()
         self.shapes, self.limits = shapes, limits
+        # the constant value of every node of the program's own trees, by id (one walk;
+        # ``record``): a chain of products asks for each link's, quadratic one by one
+        self.constants = _Recorded()
+
+    def record(self, root: Node) -> None:
+        """Keep the constant value of every subtree of ``root`` (a tree of the program,
+        alive while the fold runs, so that no id is reused)."""
+        self.constants(root)
+
+    def zero(self, node: Node) -> bool:
+        """Whether ``node`` is the constant 0 (a node made by a definition is folded)."""
+        values = self.constants.values
+        return (values[id(node)] if id(node) in values else constant_value(node)) == 0
 
     def apply(self, node: Node, values: list[int]) -> int:
         if isinstance(node, Call):
@@ -197,7 +210,7 @@ class _Rounding(Fold[int]):
         return 3 + operand
 
     def binary(self, node: Binary, left: int, right: int) -> int:
-        if node.op == "*" and 0 in (constant_value(node.left), constant_value(node.right)):
+        if node.op == "*" and (self.zero(node.left) or self.zero(node.right)):
             return 0  # a dead term: exactly 0, and so is its gradient
         if node.op == "@":
             inner = self.shape(node.left)
@@ -241,7 +254,9 @@ def rounding_steps(expression: Program, shapes: dict[str, tuple[int, ...]], limi
     fold = _Rounding(shapes, limits)
     counts: dict[str, int] = {}
     for step in expression.steps:
+        fold.record(step.node)
         counts[step.name] = fold.within(step.node, counts)
+    fold.record(expression.root)
     steps = fold.within(expression.root, counts)
     out = math.prod(infer_shape(expression.root, shapes, limits))
     spread = max((out // max(math.prod(shapes[n]), 1) for n in expression.variables), default=1)
