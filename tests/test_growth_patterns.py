@@ -40,6 +40,10 @@ PROGRAMS: list[tuple[str, dict[str, Any]]] = [
     ),
     ("y1 = x*w*0.5\ny2 = y1*y1 + w*1.5\ny3 = y2*0.5 - y1", {"x": [1.0, -2.0, 0.5], "w": 3.0}),
     ("y1 = -0.5*x\ny2 = y1/0.25 - -0.75*y1\ny3 = exp(y2*0.1)*0.1", {"x": [0.3, -1.2]}),
+    (  # past 256 elements: float64 with error bounds (bounds.Checked)
+        "y1 = x*0.5\ny2 = y1*0.3 + sin(y1)\ny3 = y2*0.25 + y1/0.7\ny4 = exp(y3*0.1)*1.5",
+        {"x": np.linspace(-3.0, 3.0, 1001)},
+    ),
 ]
 
 
@@ -67,7 +71,7 @@ def test_patterns_give_the_numbers_kinks_and_notes_of_the_step_by_step_model(
     names = frozenset(values)
     found = with_patterns.evaluate(arrays, weights, names)
     want = without.evaluate(arrays, weights, names)
-    assert close_floats(found.output, want.output)
+    assert close_floats(found.output, want.output) and found.arithmetic == want.arithmetic
     for name in values:  # constants exact as written vs SymPy's Floats: within 2 ulps
         assert close_floats(found.grads[name], want.grads[name]), name
         np.testing.assert_array_equal(found.kinks[name], want.kinks[name])
