@@ -106,3 +106,37 @@ def test_the_report_shows_the_summed_derivative() -> None:
         "│ x     │ [1, 2] │ [0.622459,       │ [0.622459,       │ 1/(1 + exp(-a)) │"
         " 2.08e-08 at [0] │ ✓     │"
     ]
+
+
+def test_passes_that_accumulate_multiply_the_derivative() -> None:
+    """.grad after three passes is three times the derivative, and the column says so."""
+    run = cli('grad "x*x" --x 2 --repeat 3')
+    assert run.exit_code == 0, run.stderr
+    rows = [line for line in run.stdout.splitlines() if line.startswith("│ x ")]
+    assert rows == ["│ x     │ 2     │ 12         │ 12       │ 3*(2*x)    │ 0       │ ✓     │"]
+    run = cli('grad "x*x" --x 2 --repeat 3 --zero-grad')
+    rows = [line for line in run.stdout.splitlines() if line.startswith("│ x ")]
+    assert rows == ["│ x     │ 2     │ 4          │ 4        │ 2*x        │ 0       │ ✓     │"]
+
+
+CELL = """import torch
+x = torch.tensor([2.0, 3.0], requires_grad=True)
+c = torch.tensor([10.0, 20.0])
+y = c * x**2
+y.sum().backward(retain_graph=True)
+y.sum().backward(retain_graph=True)
+x.grad.zero_()
+y.backward(gradient=torch.tensor([1.0, 0.0]))
+"""
+
+
+def test_a_cell_shows_the_derivative_added_to_what_grad_held() -> None:
+    run = cli("grad", CELL)
+    assert run.exit_code == 0, run.stderr
+    rows = [line.rstrip() for line in run.stdout.splitlines() if line.startswith("   x ")]
+    assert rows == [
+        "   x  [40, 120]      [40, 120]         2*c*x               0              ✓",
+        "   x  [80, 240]      [80, 240]         [40, 120] + 2*c*x   0              ✓",
+        "   x  [0, 0]         [0, 0]            0              ✓",
+        "   x  [40, 0]        [40, 0]           2*c*gradient*x      0              ✓",
+    ]

@@ -3,6 +3,7 @@ made visible, the leaves' ``.grad`` against SymPy's sums, and the verdict."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,10 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
     parts: list[Any] = [header]
     seen: set[str] = set()
     looped = any(e.kind == "backward" and e.check is None for e in result.events)
-    shown = result.display
+    shown = dict(result.display)
+    if not re.search(r"\bweights\b|^\s*gradient\s*=", result.expression, re.M):
+        shown["weights"] = "gradient"  # backward(gradient=...) in the derivative's text
+    before: dict[str, np.ndarray | None] = {}  # each leaf's expected .grad so far
     for number, event in enumerate(result.events, start=1):
         if looped and event.kind != "print" and event.statement in seen and _unchecked(event):
             continue  # a loop's pass run without a check: counted in the summary below
@@ -49,7 +53,8 @@ def render_cell(result: CellResult, style: Style = CLI) -> Group:
         parts.append(_line(number, event))
         grads = result.shown_grads(number - 1)
         if grads:
-            parts.append(_grads(event, grads, shown))
+            parts.append(_grads(event, grads, shown, before))
+        before.update({g.name: g.expected for g in event.grads})
         if event.check is not None:
             parts += [_hook(h) for h in event.check.hooks]
         for item in event.shown:
@@ -109,8 +114,14 @@ def _line(number: int, event: CellEvent) -> Text:
     return text
 
 
-def _grads(event: CellEvent, grads: tuple[LeafGrad, ...], shown: dict[str, str]) -> Table:
-    """The leaves' ``.grad`` at one line, each under the name the user wrote."""
+def _grads(
+    event: CellEvent,
+    grads: tuple[LeafGrad, ...],
+    shown: dict[str, str],
+    before: dict[str, np.ndarray | None],
+) -> Table:
+    """The leaves' ``.grad`` at one line, each under the name the user wrote; the
+    derivative after what ``.grad`` held before (``[40, 120] + 2*c*x``): it accumulates."""
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
     columns = ["", ".grad (torch)", "expected (SymPy)", "max abs error", "check"]
     if event.kind == "backward":
@@ -120,10 +131,22 @@ def _grads(event: CellEvent, grads: tuple[LeafGrad, ...], shown: dict[str, str])
     for g in grads:
         row = ["   " + shown.get(g.name, g.name), format_array(g.grad), format_array(g.expected)]
         if event.kind == "backward":
-            row.append(Text(_short(relabel(g.derivative, shown) or "—")))  # [x (line 2)]
+            row.append(Text(_short(_derivative(g, shown, before.get(g.name)))))
         row += [error_text(g.max_abs_error), mark(g.verdict)]
         table.add_row(*row)
     return table
+
+
+def _derivative(g: LeafGrad, shown: dict[str, str], held: np.ndarray | None) -> str:
+    """This backward()'s derivative, after the ``.grad`` it is added to (nothing when that
+    is None or zero; its numbers up to 6 elements, else in words)."""
+    text = relabel(g.derivative, shown)
+    if text is None:
+        return "—"
+    if g.derivative is None or held is None or not np.any(held != 0):
+        return text
+    earlier = format_array(held).plain if np.size(held) <= 6 else ".grad before"
+    return f"{earlier} + {text}" if "∂" not in text else f"{text}, added to {earlier}"
 
 
 def _hook(hook: HookResult) -> Text:

@@ -133,13 +133,28 @@ def _gradient_table(result: GradResult) -> Table:
                 check = Text.assemble(
                     mark(v.verdict), " SymPy\n", mark(v.numeric_verdict), " numeric"
                 )
-            cells += [Text(_short(relabel(v.derivative, shown) or "—")), _error_at(v), check]
+            cells += [Text(_short(_derivative(result, v))), _error_at(v), check]
             table.add_row(*cells)
         else:
             cells = [name, format_array(v.value), "None", "— (requires_grad=False)"]
             cells += ["—"] if numeric else []
             table.add_row(*cells, "—", "—", mark(None))
     return table
+
+
+def _derivative(result: GradResult, v: VariableResult) -> str:
+    """SymPy's derivative as the names were written, times the passes whose gradients
+    ``.grad`` holds (``3*(2*x)`` after three passes that accumulate): the derivative of
+    the number beside it."""
+    text = relabel(v.derivative, result.display)
+    passes = len(result.passes)
+    if text is None:
+        return "—"
+    if passes < 2 or result.zero_grad or _functional(result):
+        return text
+    if "∂" in text:  # component-wise: one entry, said in words
+        return f"{text}, ×{passes} passes (.grad accumulates)"
+    return f"{passes}*({text})"
 
 
 def _error_at(v: VariableResult) -> str:
@@ -165,7 +180,7 @@ def _gradient_rows(result: GradResult) -> Group:
         if v.numeric is not None:
             rows.append(("numeric", format_array(v.numeric)))
         rows += [
-            ("derivative (SymPy)", Text(_short(relabel(v.derivative, shown) or "—"))),
+            ("derivative (SymPy)", Text(_short(_derivative(result, v)))),
             ("max abs error", Text(_error_at(v))),
             ("check", mark(v.verdict)),
         ]
