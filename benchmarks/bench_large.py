@@ -8,7 +8,14 @@ of each side, the ratio of the medians (wall, CPU time, peak resident memory), t
 and the load average at the row's end. Run from the repository root:
 
     python benchmarks/bench_large.py [--rounds 5] [--device cpu|cuda] [--sizes 1e6 1e7]
-        [--only mean32|mean64|long] [--before DIR]
+        [--only mean32|mean64|long|tutorial] [--before DIR]
+
+The ``tutorial`` row is the verbatim "Learning PyTorch with Examples" training cell
+(``docs/examples/tutorial_tensors_autograd.py``, 2,000 ``backward()`` calls) checked by
+``autograd-cli grad @FILE --seed 0`` against ``python FILE``; it takes about a minute a
+run, so ``--rounds`` applies to it as to the others (its sizes do not). The tool exits 1
+on it: the last pass's float32 gradients of ``c`` and ``d`` are judged ✗ (a sum of 2,000
+terms that cancel, docs/pytorch.md), and the row takes that exit code as its own.
 
 ``--before DIR`` adds a third side, interleaved with the other two: the tool as another
 checkout at DIR has it (``python -m autogradcli`` run from DIR), for a before/after figure
@@ -28,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,8 +83,23 @@ ROWS = [
 ]
 
 
-def run(command: list[str], cwd: Path | None = None) -> Run:
-    """Time one fresh process; it must exit 0 (the check agrees)."""
+@dataclass(frozen=True)
+class Script:
+    """A Python program the tool checks (``grad @FILE``) against running it in Python."""
+
+    key: str
+    path: str  # from the repository root
+    extra: tuple[str, ...] = ()
+    codes: tuple[int, ...] = (0,)  # the tool's expected exit codes
+
+
+SCRIPTS = [
+    Script("tutorial", "docs/examples/tutorial_tensors_autograd.py", ("--seed", "0"), (1,)),
+]
+
+
+def run(command: list[str], cwd: Path | None = None, codes: tuple[int, ...] = (0,)) -> Run:
+    """Time one fresh process; it must exit with one of ``codes`` (0: the check agrees)."""
     start = time.perf_counter()
     process = subprocess.Popen(
         command,
@@ -91,7 +114,7 @@ def run(command: list[str], cwd: Path | None = None) -> Run:
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
-    if code != 0:
+    if code not in codes:
         raise SystemExit(f"{' '.join(command)} exited {code}: {errors.decode()[-500:]}")
     return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
@@ -134,6 +157,27 @@ def measure(
     sides = {"ours": lambda: run([PYTHON, *tool], cwd=ROOT), "hand": lambda: run(hand)}
     if before is not None:
         sides["before"] = lambda: run([PYTHON, *tool], cwd=before)
+    return interleave(sides, rounds)
+
+
+def measure_script(
+    script: Script, rounds: int, device: str, before: Path | None
+) -> dict[str, list[Run]]:
+    """The script's sides, interleaved: the tool checking it, Python running it as it is,
+    and the checkout ``before``."""
+    path = ROOT / script.path
+    tool = ["-m", "autogradcli", "grad", f"@{path}", "--device", device, *script.extra]
+    sides = {
+        "ours": lambda: run([PYTHON, *tool], cwd=ROOT, codes=script.codes),
+        "hand": lambda: run([PYTHON, str(path)]),
+    }
+    if before is not None:
+        sides["before"] = lambda: run([PYTHON, *tool], cwd=before, codes=script.codes)
+    return interleave(sides, rounds)
+
+
+def interleave(sides: dict[str, Callable[[], Run]], rounds: int) -> dict[str, list[Run]]:
+    """Each side once to warm up, then ``rounds`` rounds of each side in turn."""
     for side in sides.values():  # one warm-up each (the OS file cache, the bytecode cache)
         side()
     found: dict[str, list[Run]] = {name: [] for name in sides}
@@ -143,12 +187,28 @@ def measure(
     return found
 
 
+def line(what: str, found: dict[str, list[Run]], target: str) -> str:
+    """One table row: the sides' times and memory, the ratios, the target, the load."""
+    ours, hand = found["ours"], found["hand"]
+    cells = [
+        what,
+        f"{summary(ours)}, {median(ours, 'memory'):.0f} MB",
+        f"{summary(hand)}, {median(hand, 'memory'):.0f} MB",
+        ratios(ours, hand),
+    ]
+    if "before" in found:
+        old = found["before"]
+        cells.append(f"{summary(old)}: {ratios(old, hand)}")
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return "| " + " | ".join([*cells, target, load]) + " |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
-    parser.add_argument("--only", choices=[r.key for r in ROWS])
+    parser.add_argument("--only", choices=[r.key for r in [*ROWS, *SCRIPTS]])
     parser.add_argument("--before", type=Path, help="another checkout, as a third side")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="autograd-cli-large-"))
@@ -162,19 +222,17 @@ def main() -> None:
                 continue
             for size in (int(s) for s in args.sizes):
                 found = measure(row, size, args.rounds, args.device, folder, args.before)
-                ours, hand = found["ours"], found["hand"]
-                cells = [
+                what = (
                     f'`grad "{row.expression}"`, {size:.0e} {row.dtype}, {args.device} '
-                    f"(`{row.baseline}`)",
-                    f"{summary(ours)}, {median(ours, 'memory'):.0f} MB",
-                    f"{summary(hand)}, {median(hand, 'memory'):.0f} MB",
-                    ratios(ours, hand),
-                ]
-                if args.before:
-                    old = found["before"]
-                    cells.append(f"{summary(old)}: {ratios(old, hand)}")
-                load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-                print("| " + " | ".join([*cells, TARGET, load]) + " |", flush=True)
+                    f"(`{row.baseline}`)"
+                )
+                print(line(what, found, TARGET), flush=True)
+        for script in SCRIPTS:
+            if args.only not in (None, script.key):
+                continue
+            found = measure_script(script, args.rounds, args.device, args.before)
+            what = f"`grad @{script.path} {' '.join(script.extra)}`, {args.device} (`python FILE`)"
+            print(line(what, found, "none set (issue 27 asks for the row)"), flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print(
