@@ -199,7 +199,7 @@ class SymbolicModel:
         self._text_model: SymbolicModel | bool | None = False  # False: not made yet
         self._paths: dict[str, set[str]] = {}
         self._constants: dict[tuple[Arith, float], Any] = {}
-        self._jumpy: dict[sp.Expr, bool] = {}
+        self._jumpy: dict[sp.Expr, set[sp.Expr]] = {}
 
     def _build(self, node: Node) -> sp.Expr:
         return self._terms(node)
@@ -208,10 +208,10 @@ class SymbolicModel:
         """The symbol of an input or of a step made so far (None for any other name)."""
         return self.symbols.get(name) or self.step_symbols.get(name)
 
-    def _jumps(self, derivative: sp.Expr) -> bool:
-        """Whether a derivative has a jump function in it (cached: one look per term)."""
+    def _jumps(self, derivative: sp.Expr) -> set[sp.Expr]:
+        """The jump functions in a derivative (cached: one look per term)."""
         if derivative not in self._jumpy:
-            self._jumpy[derivative] = bool(derivative.atoms(*JUMPS))
+            self._jumpy[derivative] = derivative.atoms(*JUMPS)
         return self._jumpy[derivative]
 
     def _inputs(self, block: Block) -> tuple[sp.Symbol, ...]:
@@ -494,8 +494,10 @@ class SymbolicModel:
             del local
             if self._exact_zeros:
                 contribution = np.where(np.asarray(upstream == 0, dtype=bool), zero, contribution)
-            if kinks is not None and self._jumps(derivative):
-                for atom, at in kink_sites(derivative, local_env, block.shape, arith):
+            jumps = self._jumps(derivative) if kinks is not None else None
+            if jumps:
+                sites = kink_sites(derivative, local_env, block.shape, arith, atoms=jumps)
+                for atom, at in sites:
                     site = (id(block), atom, at.tobytes())
                     if site not in self._marked:  # the same jump in several derivatives
                         self._marked.add(site)

@@ -337,7 +337,7 @@ def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
 
 
 # The kinds of node a plan takes (``_Walk._value`` takes each of them one way).
-_SYMBOL, _NUMBER, _ADD, _MUL, _POW, _CALL = range(6)
+_SYMBOL, _NUMBER, _ADD, _MUL, _POW, _CALL, _SPECIAL = range(7)
 PLANNED_NAMES = 16  # a plan runs over an ``env`` of at most these names (a step's)
 KEPT_PLANS = 4096
 
@@ -346,15 +346,16 @@ class _Plan:
     """A SymPy term's nodes in an order that evaluates each after its arguments, each
     shared node once: the same numbers as ``_Walk`` (the same operations in ``arith``),
     without its lookups by term. Made only for terms of symbols, numbers, sums,
-    products of distinct bases, powers and the functions of ``FUNCTIONS`` (``_plan``);
-    a value is dropped after its last use, as the walk drops it."""
+    products of distinct bases (a Heaviside factor's argument below 0 makes the product
+    0, as in ``_Walk._mul``), powers, the functions of ``FUNCTIONS`` and ``SPECIAL``'s
+    (``_plan``); a value is dropped after its last use, as the walk drops it."""
 
     def __init__(self, steps: list[tuple[int, Any, tuple[int, ...]]]) -> None:
         self.steps = steps
         self.symbols = [data for kind, data, _ in steps if kind == _SYMBOL]
         last: dict[int, int] = {}
-        for k, (_, _, args) in enumerate(steps):
-            last.update(dict.fromkeys(args, k))
+        for k, (kind, data, args) in enumerate(steps):
+            last.update(dict.fromkeys((*args, *(data if kind == _MUL else ())), k))
         self.dropped: list[list[int]] = [[] for _ in steps]
         for slot, k in last.items():
             self.dropped[k].append(slot)
@@ -369,14 +370,26 @@ class _Plan:
             elif kind == _ADD:
                 values[k] = reduce(np.add, [values[a] for a in args])
             elif kind == _MUL:
-                values[k] = reduce(np.multiply, [values[a] for a in args], arith.number(sp.S.One))
+                values[k] = self._product(
+                    [values[a] for a in args], [values[s] for s in data], arith
+                )
             elif kind == _POW:
                 values[k] = arith.power(values[args[0]], values[args[1]])
-            else:
+            elif kind == _CALL:
                 values[k] = arith.call(data, values[args[0]])
+            else:
+                values[k] = _special(data, [values[a] for a in args], arith)
             for slot in self.dropped[k]:
                 values[slot] = None
         return values[-1]
+
+    @staticmethod
+    def _product(factors: list[Any], steps: list[Any], arith: Arith) -> Any:
+        """The factors' product, 0 where a Heaviside factor's argument (``steps``) is
+        below 0 (even times inf)."""
+        product = reduce(np.multiply, factors, arith.number(sp.S.One))
+        off = reduce(np.logical_or, (np.asarray(v < 0, dtype=bool) for v in steps), np.False_)
+        return np.where(off, arith.number(sp.S.Zero), product) if np.any(off) else product
 
 
 _PLANS: dict[sp.Expr, _Plan | None] = {}
@@ -400,12 +413,14 @@ def _plan(expr: sp.Expr) -> _Plan | None:
         if kind is None:
             _PLANS[expr] = None
             return None
-        args = node.args if kind in (_ADD, _MUL, _POW, _CALL) else ()
+        args = () if kind in (_SYMBOL, _NUMBER) else node.args
         if not ready and args:
             stack.append((node, True))
             stack.extend((a, False) for a in reversed(args) if a not in slots)
             continue
-        data = node if kind in (_SYMBOL, _NUMBER) else node.func.__name__
+        data: Any = node if kind in (_SYMBOL, _NUMBER, _SPECIAL) else node.func.__name__
+        if kind == _MUL:  # each Heaviside factor's argument (made before its factor)
+            data = tuple(slots[a.args[0]] for a in args if isinstance(a, sp.Heaviside))
         slots[node] = len(steps)
         steps.append((kind, data, tuple(slots[a] for a in args)))
     _PLANS[expr] = plan = _Plan(steps)
@@ -422,13 +437,15 @@ def _kind(node: sp.Basic) -> int | None:
         return _ADD
     if node.is_Mul:
         bases = [a.base if a.is_Pow else a for a in node.args]
-        special = any(isinstance(a, (sp.Heaviside, sp.DiracDelta)) for a in node.args)
-        return None if special or len(set(bases)) < len(bases) else _MUL
+        delta = any(isinstance(a, sp.DiracDelta) for a in node.args)
+        return None if delta or len(set(bases)) < len(bases) else _MUL
     if node.is_Pow:
         return None if isinstance(node.base, sp.sign) and node.exp == -1 else _POW
     if node.func.__name__ in FUNCTIONS and len(node.args) == 1:
         return _CALL
-    return None
+    if isinstance(node, sp.log):  # log(x, base): the walk takes it
+        return None
+    return _SPECIAL if isinstance(node, SPECIAL) else None
 
 
 class _Walk:

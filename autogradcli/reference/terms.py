@@ -259,13 +259,15 @@ def kink_sites(
     shape: Shape,
     arith: Arith = FLOAT64,
     ties: bool = False,
+    atoms: set[sp.Expr] | None = None,
 ) -> list[tuple[sp.Expr, np.ndarray]]:
     """Each jump function in ``derivative`` that sits exactly at its jump somewhere, with
     the mask of those elements. ``ties``: the expression has max/min, whose tie of
-    infinities (inf - inf, NaN, with no NaN among the inputs) is on neither side."""
+    infinities (inf - inf, NaN, with no NaN among the inputs) is on neither side.
+    ``atoms``: the jump functions of ``derivative``, where the caller has them."""
     sites = []
     whole = None
-    for atom in derivative.atoms(*JUMPS):  # order is immaterial
+    for atom in derivative.atoms(*JUMPS) if atoms is None else atoms:  # order is immaterial
         arguments = [evaluate(a, env, arith) for a in switches(atom)]
         if not arguments:
             continue
