@@ -47,7 +47,7 @@ def run_cell(bound: Bound) -> CellResult:
     repeats = _Repeats(bound)
     for event in ran.events:
         try:
-            events.append(_event(bound, event, ledger, ran.seen, repeats))
+            events.append(_event(bound, event, ledger, ran.seen, repeats, ran.made))
         except AutogradCliError as failure:  # SymPy's side of this line cannot be had
             error = failure
             break
@@ -170,9 +170,9 @@ def _event(
     ledger: Ledger,
     seen: dict[str, np.ndarray],
     repeats: _Repeats,
+    made: dict[str, dict[str, np.ndarray]],
 ) -> CellEvent:
     statement = event.statement
-    values = {**seen, **event.current}  # the leaves as they are at this line
     if isinstance(statement, Backward):
         key = repeats.repeated(statement)
         if key is not None:
@@ -195,12 +195,40 @@ def _event(
     assert isinstance(statement, Show)
     formats = statement.formats if isinstance(statement, Printed) else ("",) * len(event.shown)
     shown = tuple(
-        _shown(bound, item, value, event, ledger, values, repeats)
-        if how != "text"
-        else Shown(str(item), value)
+        Shown(str(item), value)
+        if how == "text"
+        else _shown(bound, item, value, event, ledger, at, repeats)
+        if (at := _then(repeats.steps, item, event, made, seen)) is not None
+        else Shown(_written(bound, item), value)  # steps of several updates: not checked
         for item, value, how in zip(statement.items, event.shown, formats, strict=True)
     )
     return CellEvent("print", statement.text, shown=shown, printed=event.printed)
+
+
+def _then(
+    steps: dict[str, Node],
+    item: Node | str,
+    event: TorchEvent,
+    made: dict[str, dict[str, np.ndarray]],
+    seen: dict[str, np.ndarray],
+) -> dict[str, np.ndarray] | None:
+    """The leaves a printed item reads, as they were when its steps were computed (a step
+    computed before ``p -= lr * p.grad`` keeps the values it had); None where its steps
+    (or its own leaves) come from different updates."""
+    if isinstance(item, str):
+        return {**seen, **event.current}
+    reads = [(made.get(s, event.current), _names(steps[s])) for s in needed(item, None, steps)]
+    reads.append((event.current, _names(item)))  # the leaves it reads itself: as they are now
+    found: dict[str, np.ndarray] = {}
+    for then, names in reads:
+        for name in names:
+            if name not in seen:
+                continue
+            value = then.get(name, seen[name])
+            if name in found and not np.array_equal(found[name], value):
+                return None
+            found[name] = value
+    return {**seen, **event.current, **found}
 
 
 def _reached(bound: Bound, statement: Backward) -> set[str]:

@@ -562,7 +562,7 @@ ERRORS: dict[str, str] = {
     "(bound {bound})",
     # a cell's loops, ifs and Python numbers (lang/loops.py, issue 26 §1)
     "loop_not_range": "'{text}' is not a loop this tool runs; write 'for NAME in range(N):' "
-    "with N a number known before the loop (no break, continue or else)",
+    "with N a number known before the loop (no else)",
     "loop_bound": "'{text}': range() needs whole numbers known before the loop runs "
     "(literals, or names bound to them), e.g. 'for t in range(2000):'",
     "loop_iterations_cap": "'{text}' runs {count} iterations; the cap is {cap} for all of a "
@@ -578,7 +578,7 @@ ERRORS: dict[str, str] = {
     "with --device {device} (or write device={run})",
     # tensor conditions and the cell's own functions (lang/flow.py, issue 26 §1)
     "while_form": "'{text}' is not a loop this tool runs: write 'while CONDITION:' without "
-    "break, continue or else (the condition a Python number or a one-element tensor)",
+    "else (the condition a Python number or a one-element tensor)",
     "while_iterations_cap": "'{text}' ran past the cap of {cap} iterations for all of a "
     "cell's loops together; make the condition end sooner",
     "flow_in_with": "a tensor condition or a call of the cell's own function inside a 'with' "
@@ -600,6 +600,8 @@ ERRORS: dict[str, str] = {
     "while_never_ends": "'{text}' reads the same tensors on every pass and nothing changes "
     "them, so the loop never ends (Python would run forever); assign the condition's tensor "
     "again in the loop's body",
+    "jump_outside_loop": "'{text}' is outside a loop (Python refuses it); use it inside "
+    "'for' or 'while'",
     "unbound_local": "'{name}' is read before the function assigns it (Python raises "
     "UnboundLocalError); pass it as an argument or assign it first",
 }

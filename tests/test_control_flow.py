@@ -76,7 +76,7 @@ def same_as_pytorch(text: str, seed: int, leaves: tuple[str, ...] = ("a",)) -> a
             for shown in event.shown:
                 want = eval(shown.text, {}, names).detach().numpy()  # the test's cell's
                 assert np.array_equal(np.asarray(shown.value), want)
-    last = [e for e in result.events if e.kind == "backward"][-1]
+    last = [e for e in result.events if e.grads][-1]  # the leaves after the last change
     for grad in last.grads:
         if grad.name in leaves:
             assert np.array_equal(grad.grad, names[grad.name].grad.numpy())
@@ -252,6 +252,46 @@ def test_generated_cells_match_pytorch(text: str) -> None:
     same_as_pytorch(text, 0, leaves=(leaf,))
 
 
+def test_break_and_continue_and_a_value_printed_after_its_update() -> None:
+    text = (
+        "import torch\n"
+        "w = torch.tensor([3.0, -2.0], requires_grad=True)\n"
+        "for t in range(1000):\n"
+        "    loss = (w * w).sum()\n"
+        "    if loss < 0.5:\n"
+        "        break\n"
+        "    loss.backward()\n"
+        "    with torch.no_grad():\n"
+        "        w -= 0.1 * w.grad\n"
+        "    w.grad.zero_()\n"
+        "    if t % 2 == 1:\n"
+        "        continue\n"
+        "    print(t, loss.item())\n"
+        "print(t, w.tolist())\n"
+    )
+    result = same_as_pytorch(text, 0, leaves=("w",))
+    checked = [s for e in result.events for s in e.shown if s.text == "loss"]
+    assert len(checked) == 4 and all(s.verdict == "agree" for s in checked)
+    assert "True 1 times and False 8 times" in str(result.notes[0])
+
+
+def test_a_print_after_an_update_reads_each_step_at_its_own_values() -> None:
+    text = (
+        "import torch\nw = torch.tensor([3.0, -2.0], requires_grad=True)\n"
+        "loss = (w * w).sum()\nloss.backward()\nwith torch.no_grad():\n"
+        "    w -= 0.1 * w.grad\nprint(loss)\nprint(loss + w.sum())\n"
+    )
+    result = ag.grad(text)
+    printed, names = python_run(text, 0)
+    old, mixed = (e.shown[0] for e in result.events if e.kind == "print")
+    assert old.verdict == "agree" and float(old.value) == names["loss"].item() == 13.0
+    assert mixed.verdict is None and mixed.expected is None  # two values of w: not checked
+    assert printed == [
+        "tensor(13., grad_fn=<SumBackward0>)",
+        "tensor(13.8000, grad_fn=<AddBackward0>)",
+    ]
+
+
 def test_a_function_that_calls_a_function_and_a_python_number_return() -> None:
     text = (
         "import torch\n"
@@ -301,6 +341,10 @@ def test_a_function_that_calls_a_function_and_a_python_number_return() -> None:
             "def f(a):\n    e = f(a)\n    return e\nd = f(x)\nd.backward()\n",
             "'e = f(a)': calls of the cell's own functions nest past 50 (recursion); write the "
             "computation without recursion",
+        ),
+        (
+            "y = x * 2\nbreak\ny.backward()\n",
+            "'break' is outside a loop (Python refuses it); use it inside 'for' or 'while'",
         ),
         (
             "y = x * 2\nif y.item() > 0:\n    y = y * 3\ny.backward()\n",

@@ -112,7 +112,7 @@ def test_the_update_changes_the_leaf_as_pytorch_does() -> None:
         (
             "for t in [1, 2]:\n    y = a * t\n    y.backward()\n",
             "'for t in [1, 2]:' is not a loop this tool runs; write 'for NAME in range(N):' "
-            "with N a number known before the loop (no break, continue or else)",
+            "with N a number known before the loop (no else)",
         ),
         (
             "for t in range(n):\n    y = a * 2\n    y.backward()\n",
@@ -125,10 +125,9 @@ def test_the_update_changes_the_leaf_as_pytorch_does() -> None:
             "cell's loops together; run fewer iterations",
         ),
         (
-            "y = a * 2\nwhile y < 100:\n    y = y * 2\n    if y > 50:\n        break\n"
-            "y.backward()\n",
+            "y = a * 2\nwhile y < 100:\n    y = y * 2\nelse:\n    y = y * 3\ny.backward()\n",
             "'while y < 100:' is not a loop this tool runs: write 'while CONDITION:' without "
-            "break, continue or else (the condition a Python number or a one-element tensor)",
+            "else (the condition a Python number or a one-element tensor)",
         ),
     ],
 )

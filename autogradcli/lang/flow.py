@@ -59,6 +59,14 @@ class _Returned(Exception):
     """Unwinds the rest of a function body after its ``return``."""
 
 
+class Jump(Exception):
+    """``break`` or ``continue``: unwinds the rest of a loop's body."""
+
+
+class Break(Jump):
+    """``break``: the loop ends."""
+
+
 class FlowUnroll:
     """The unroller's ``while``, tensor ``if`` and calls (a mixin of ``loops.Unroller``)."""
 
@@ -71,6 +79,7 @@ class FlowUnroll:
     defs: dict[str, ast.FunctionDef]
     calls: list[str]
     in_with: int
+    loops: int
     text: str
     decisions: int
     settle: Callable[[bool], None] | None
@@ -170,6 +179,7 @@ class FlowUnroll:
         self.numbers.update({p: v for p, v in numbers.items() if v is not None})
         yield Enter(name, tensors, frozenset(local), text)
         self.calls.append(name)
+        loops, self.loops = self.loops, 0  # a function's body is outside the caller's loops
         returned: int | float | bool | None = None
         try:
             yield from self.statements(function.body)
@@ -177,6 +187,7 @@ class FlowUnroll:
             returned = done.args[0] if done.args else None
         finally:
             self.calls.pop()
+            self.loops = loops
             for n in local:
                 self.forget(n)
             for table, kept in zip(self.tables(), saved, strict=True):
@@ -246,13 +257,35 @@ class FlowUnroll:
         """``while condition:``: the body again while the condition holds, each test read
         as Python reads it (a tensor's from the run's values at that point)."""
         head = f"while {self.written(stmt.test)}:"
-        if stmt.orelse or breaks(stmt.body):
+        if stmt.orelse:
             raise ExpressionError("while_form", text=head)
         while self.condition(stmt.test, head, "while", stmt):
-            self.iterations += 1
-            if self.iterations > self.max_iterations:
-                raise ExpressionError("while_iterations_cap", text=head, cap=self.max_iterations)
-            yield from self.statements(stmt.body)
+            self.one_more(head)
+            try:
+                yield from self.looped(stmt.body)
+            except Break:
+                break
+
+    def one_more(self, head: str) -> None:
+        self.iterations += 1
+        if self.iterations > self.max_iterations:
+            raise ExpressionError("while_iterations_cap", text=head, cap=self.max_iterations)
+
+    def looped(self, body: list[ast.stmt]) -> Iterator[ast.stmt | Flow]:
+        """One pass of a loop's body: ``continue`` ends the pass, ``break`` goes on up."""
+        self.loops += 1
+        try:
+            yield from self.statements(body)
+        except Jump as jump:
+            if isinstance(jump, Break):
+                raise
+        finally:
+            self.loops -= 1
+
+    def jump(self, stmt: ast.Break | ast.Continue) -> None:
+        if not self.loops:
+            raise ExpressionError("jump_outside_loop", text=_head(stmt))
+        raise Break() if isinstance(stmt, ast.Break) else Jump()
 
 
 def _head(stmt: ast.AST) -> str:

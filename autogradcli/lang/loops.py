@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autogradcli.errors import ExpressionError
-from autogradcli.lang.flow import Enter, Flow, FlowUnroll, Leave, Return, breaks
+from autogradcli.lang.flow import Break, Enter, Flow, FlowUnroll, Jump, Leave, Return, breaks
 
 # caps on what a cell's loops may run (raised with the API's max_iterations/max_lines)
 MAX_ITERATIONS = 100_000
@@ -87,6 +87,7 @@ class Unroller(FlowUnroll):
     defs: dict[str, ast.FunctionDef] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)  # the calls under way (innermost last)
     in_with: int = 0
+    loops: int = 0  # loops under way in the current function (break/continue need one)
     text: str = ""  # the cell as written (a condition is shown as written)
     decisions: int = 0  # tensor conditions read so far
     settle: Callable[[bool], None] | None = None
@@ -96,7 +97,10 @@ class Unroller(FlowUnroll):
             yield from self.statement(stmt)
 
     def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        out = list(self.statements(body))
+        try:
+            out = list(self.statements(body))
+        except Jump:  # break or continue inside the block
+            raise ExpressionError("flow_in_with") from None
         if any(isinstance(s, Enter | Return | Leave) for s in out):
             raise ExpressionError("flow_in_with")
         return out  # type: ignore[return-value]
@@ -137,6 +141,8 @@ class Unroller(FlowUnroll):
             finally:
                 self.in_with -= 1
             yield stmt
+        elif isinstance(stmt, ast.Break | ast.Continue):
+            self.jump(stmt)
         elif isinstance(stmt, ast.Return) and self.calls:
             yield from self.returned(stmt)
         elif (called := self.called(stmt)) is not None:
@@ -271,18 +277,22 @@ class Unroller(FlowUnroll):
         if any(type(b) is not int for b in bounds):
             raise ExpressionError("loop_bound", text=head)
         numbers = range(*bounds)  # type: ignore[arg-type]
-        if self.iterations + len(numbers) > self.max_iterations:
+        stops = breaks(stmt.body)  # with break, only the passes that run count
+        if not stops and self.iterations + len(numbers) > self.max_iterations:
             raise ExpressionError(
                 "loop_iterations_cap", text=head, count=len(numbers), cap=self.max_iterations
             )
-        self.iterations += len(numbers)
-        if breaks(stmt.body):
-            raise ExpressionError("loop_not_range", text=head)
+        self.iterations += 0 if stops else len(numbers)
         name = stmt.target.id
         for value in numbers:
+            if stops:
+                self.one_more(head)
             self.forget(name)
             self.numbers[name] = value
-            yield from self.statements(stmt.body)  # each line is copied where it is substituted
+            try:  # each line is copied where it is substituted
+                yield from self.looped(stmt.body)
+            except Break:
+                break
 
     def substitute(self, stmt: ast.stmt) -> ast.stmt:
         """The line with the numbers, dtypes and devices its names hold written in."""

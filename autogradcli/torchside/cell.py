@@ -73,6 +73,8 @@ class CellRun:
     device: str
     seen: dict[str, np.ndarray]  # the inputs as autograd saw them (rounded to the dtype)
     error: AutogradCliError | None = None
+    # each step's leaves updated in place so far, as they were when the step was computed
+    made: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def run_cell(bound: Bound) -> CellRun:
@@ -84,7 +86,7 @@ def run_cell(bound: Bound) -> CellRun:
     session = start(bound)
     dtype = resolve_dtype(bound.settings.dtype)
     runner = _Lines(bound.program, session.leaves, dtype, session.device)
-    run = CellRun(runner.events, str(session.device), session.seen)
+    run = CellRun(runner.events, str(session.device), session.seen, made=runner.made)
     for statement in bound.program.statements:
         try:
             runner.run(statement)
@@ -112,6 +114,8 @@ class _Lines:
         self.events: list[TorchEvent] = []
         self.handles: dict[str, list[Any]] = {}
         self.updated: set[str] = set()
+        self.made: dict[str, dict[str, np.ndarray]] = {}  # step -> updated leaves then
+        self.snapshot: dict[str, np.ndarray] | None = {}  # None: an update since the last
 
     def value(self, node: Node, extra: dict[str, Any] | None = None) -> Any:
         env = {**self.leaves, **(extra or {})}
@@ -133,10 +137,15 @@ class _Lines:
         if isinstance(statement, Update):
             _update(statement, leaves, value)
             self.updated.add(statement.name)
+            self.snapshot = None
         elif isinstance(statement, DeviceUse):
             _device(statement, self.device)
         elif isinstance(statement, Step):
             self.stepper.step(statement)
+            if self.record:
+                if self.snapshot is None:  # one copy per update, shared by its steps
+                    self.snapshot = self.current()
+                self.made[statement.name] = self.snapshot
         elif isinstance(statement, Hook):
             tensors = {**leaves, **self.stepper.steps}
             kept = register(statement, tensors, [])
