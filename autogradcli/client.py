@@ -330,8 +330,10 @@ def in_process(consumed: bytes = b"") -> None:
             io.BufferedReader(_Replay(consumed)), encoding=old.encoding, errors=old.errors
         )
     Settled.install()
-    from autogradcli.cli.app import main as run
-
+    try:
+        from autogradcli.cli.app import main as run
+    except KeyboardInterrupt:  # Ctrl-C while the app loads: the same quiet exit as later
+        sys.exit(autogradcli.INTERRUPTED)
     run()
 
 

@@ -486,6 +486,22 @@ def test_ctrl_c_in_a_command_exits_130(monkeypatch):
     assert run.stderr == ""
 
 
+def test_ctrl_c_while_the_app_loads_exits_130_without_a_traceback(monkeypatch, capsys):
+    """The first ~0.3 s of an in-process answer import the app (Typer, Rich, ...): a Ctrl-C
+    there is the same quiet 130 as in the command."""
+    from autogradcli import client
+
+    class Loading(type(sys)):  # the app's module, interrupted while it is imported
+        def __getattr__(self, name: str) -> object:
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "autogradcli.cli.app", Loading("autogradcli.cli.app"))
+    with pytest.raises(SystemExit) as stopped:
+        client.in_process()
+    assert stopped.value.code == 130
+    assert capsys.readouterr() == ("", "")
+
+
 # --- output that cannot be written --------------------------------------------------------
 
 
