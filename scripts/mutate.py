@@ -97,8 +97,6 @@ NEVER_PRELOAD = ("autogradcli", "tests", "__main__", "this", "antigravity", "idl
 _V, _C = "autogradcli/policy/verdict.py", "autogradcli/policy/compare.py"
 _J, _R = "autogradcli/verify/judge.py", "autogradcli/verify/reconcile.py"
 _LOG2 = "log2(1) is 0: one element adds no step either way"
-_SWAP = "left and right swapped: only fmin/fmax of the two sides, or their common value, is used"
-_STEP = "a step as small or smaller: the one-sided derivatives come out the same"
 EQUIVALENT: dict[str, str] = {
     _V + ":reduction_steps:> -> >= in `elements > 1`": _LOG2,
     _V + ":reduction_steps:1 -> 0 in `return math.ceil(math.log2(elements)) if elemen...`": _LOG2,
@@ -145,10 +143,6 @@ EQUIVALENT: dict[str, str] = {
     ),
     _R + ":<module>:320 -> 640 in `KINK_BITS = 320`": "more precision: the same sides",
     _R + ":<module>:320 -> 321 in `KINK_BITS = 320`": "more precision: the same sides",
-    _R + ":<module>:160 -> 161 in `STEP_BITS = 160`": _STEP,
-    _R + ":_moved:+ -> - in `x + direction * arith.ctx.ldexp(max(abs(x), 1), -STEP_BITS)`": _SWAP,
-    _R + ":_beside:ternary negated: `direction > 0`": _SWAP,
-    _R + ":_beside:> -> < in `direction > 0`": _SWAP,
     _R + ":_beside:> -> >= in `direction > 0`": "direction is -1 or 1",
 }
 

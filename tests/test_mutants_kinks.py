@@ -108,6 +108,22 @@ def test_float64s_next_numbers_are_taken_on_both_sides():
     assert _notes(r) == [_between(1, 0.0, 1.0)]
 
 
+def test_past_16384_elements_sides_that_are_one_number_are_read_from_the_right_too():
+    """The float64 path (y has 16,385 elements): relu(x)*(1 - 2**-40) - relu(-x) at 0 has
+    the sides 1 (left) and 1 - 2**-40 (right), one number: the reference is the right
+    side's, as in mpmath, so each side is read where it is (the next float below 0 for the
+    left, above for the right), never the two swapped."""
+    r = ag.grad(
+        "relu(x)*(1 - 2**-40) - relu(-x) + sum(y)",
+        {"x": 0.0, "y": np.ones(16385)},
+        dtype="float64",
+    )
+    assert _notes(r) == [
+        ("kink_smooth", {"codes": ["relu"], "elements": 1, "values": [1 - 2.0**-40]})
+    ]
+    assert float(r.variables["x"].expected) == 1 - 2.0**-40
+
+
 # --- a model that cannot be evaluated beside the point ------------------------------------
 
 
