@@ -33,8 +33,7 @@ from autogradcli.verify.custom import check_cell
 def run_cell(bound: Bound) -> CellResult:
     """Every line of the cell in order, each event checked. A cell that stopped at a
     tensor condition when it was parsed (no values then) is read again with the run's."""
-    if any(isinstance(s, Branch) and s.open for s in bound.program.statements):
-        bound = follow(bound)
+    bound = path_taken(bound)
     ran = torch_cell(bound)
     settings = bound.settings
     rtol, atol = settings.tolerance
@@ -65,6 +64,15 @@ def run_cell(bound: Bound) -> CellResult:
         strict=settings.strict,
         functions=check_cell(bound, ran.seen),  # custom autograd Functions: the user's backward
     )
+
+
+def path_taken(bound: Bound) -> Bound:
+    """``bound`` itself, or, where it stopped at a tensor condition when it was parsed
+    (``if``/``while`` on a tensor, no values then), the cell read again along the path
+    its values take (``follow``). Whatever runs a bound cell's program calls it first."""
+    if any(isinstance(s, Branch) and s.open for s in bound.program.statements):
+        return follow(bound)
+    return bound
 
 
 def follow(bound: Bound) -> Bound:
