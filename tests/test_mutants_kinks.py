@@ -1,6 +1,7 @@
 """How the one-sided derivatives at a kink are taken (``verify/reconcile.py``), pinned where
 mutation testing found them unpinned (issue 23, section 6): how close two sides may be to be
-one number, how far the step beside the point goes, and which arithmetic takes it.
+one number, how far the step beside the point goes, which arithmetic takes it, and what is
+decided where a side or SymPy's value has no number.
 
 Each composite puts a second kink at a known distance from the first, so that a step of
 another size, in another direction or in another arithmetic crosses it and reads other
