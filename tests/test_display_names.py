@@ -111,3 +111,23 @@ def test_an_input_bound_again_in_a_program() -> None:
     assert run.exit_code == 0, run.stderr
     assert "│ x (input) │ 1     │ 8          │ 8        │ 8*[x (input)] │" in run.stdout
     assert "x_2" not in run.stdout
+
+
+def test_a_leaf_made_after_a_backward_has_no_row_before_it() -> None:
+    code = """import torch
+a = torch.tensor(1., requires_grad=True)
+y = a*a
+y.backward()
+x = torch.tensor(3., requires_grad=True)
+z = x*a
+z.backward()
+"""
+    run = cli("grad", code)
+    assert run.exit_code == 0, run.stderr
+    rows = [line.rstrip() for line in run.stdout.splitlines() if line.startswith("   a")]
+    rows += [line.rstrip() for line in run.stdout.splitlines() if line.startswith("   x")]
+    assert rows == [
+        "   a  2              2                 2*a                 0              ✓",
+        "   a  5              5                 2 + x               0              ✓",
+        "   x  1              1                 a                   0              ✓",
+    ]

@@ -3,6 +3,7 @@ sums, printed values."""
 
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -149,18 +150,25 @@ class CellResult(Judged):
     @functools.cached_property
     def display(self) -> dict[str, str]:
         """Each name the cell holds as the user wrote it (``display_names``)."""
-        return displayed(self.expression)
+        seen = [g.name for e in self.events for g in e.grads]
+        seen += [g.derivative for e in self.events for g in e.grads if g.derivative]
+        return displayed(self.expression, seen=seen)
 
     @functools.cached_property
     def defined(self) -> tuple[frozenset[str], ...] | None:
         """For each event, the names bound before its line (a leaf a later line makes has
-        no ``.grad`` to show there); None where the lines and events do not match up."""
+        no ``.grad`` to show there); None where the lines and events do not match up, and
+        for a loop (the cell read again, unrolled, would cost seconds)."""
         from autogradcli.lang.parser import parse_expression
         from autogradcli.lang.tree import Backward, Leaf, Reset, Show, Step
 
         try:
+            if any(
+                isinstance(n, ast.For | ast.While) for n in ast.walk(ast.parse(self.expression))
+            ):
+                return None
             program = parse_expression(self.expression)
-        except AutogradCliError:
+        except (AutogradCliError, SyntaxError, ValueError):
             return None
         made = {n for n in program.variables if n not in dict(program.names)}
         found: list[frozenset[str]] = []

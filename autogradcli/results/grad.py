@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -430,7 +431,9 @@ class GradResult(Judged):
     @functools.cached_property
     def display(self) -> dict[str, str]:
         """Each name the program holds as the user wrote it (``display_names``)."""
-        return displayed(self.expression, frozenset(self.variables))
+        seen = [*self.variables, *self.derivatives.values()]
+        seen += [v.chain for v in self.variables.values()]
+        return displayed(self.expression, frozenset(self.variables), filter(None, seen))
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         """The ``--json`` document: arrays become numbers or nested lists, non-finite
@@ -474,12 +477,22 @@ class GradResult(Judged):
         )
 
 
-def displayed(text: str, given: frozenset[str] = frozenset()) -> dict[str, str]:
+def displayed(
+    text: str, given: frozenset[str] = frozenset(), seen: Iterable[str] = ()
+) -> dict[str, str]:
     """``display_names`` of the program ``text`` (read again: a result keeps the text, not
-    the program); nothing where no name is bound twice (``x_2`` is made for the second)
-    or the text does not read."""
-    lines = _binding_lines(text)
-    if not any(len(at) > 1 for at in lines.values()) and not set(lines) & given:
+    the program), where a name the report shows (``seen``: names, words of its texts) is
+    one the program made: a written name and a number (``x_2``, ``y_1``) the text does not
+    hold. Else nothing (reading a long unrolled loop again would cost seconds), as for a
+    text that does not read."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    written = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    words = {w for s in seen for w in re.findall(r"[A-Za-z_]\w*", s)}
+    made = [re.fullmatch(r"([A-Za-z_]\w*?)_\d+", w) for w in words - written]
+    if not any(m is not None and m.group(1) in written for m in made):
         return {}
     from autogradcli.lang.parser import parse_expression
 
