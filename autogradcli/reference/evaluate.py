@@ -339,7 +339,8 @@ def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
 # The kinds of node a plan takes (``_Walk._value`` takes each of them one way).
 _SYMBOL, _NUMBER, _ADD, _MUL, _POW, _CALL, _SPECIAL = range(7)
 PLANNED_NAMES = 16  # a plan runs over an ``env`` of at most these names (a step's)
-KEPT_PLANS = 4096
+KEPT_PLANS = 4096  # plans kept for the process, each of at most KEPT_STEPS nodes
+KEPT_STEPS = 512
 
 
 class _Plan:
@@ -411,7 +412,8 @@ def _plan(expr: sp.Expr) -> _Plan | None:
             continue
         kind = _kind(node)
         if kind is None:
-            _PLANS[expr] = None
+            if len(steps) <= KEPT_STEPS:
+                _PLANS[expr] = None
             return None
         args = () if kind in (_SYMBOL, _NUMBER) else node.args
         if not ready and args:
@@ -423,7 +425,9 @@ def _plan(expr: sp.Expr) -> _Plan | None:
             data = tuple(slots[a.args[0]] for a in args if isinstance(a, sp.Heaviside))
         slots[node] = len(steps)
         steps.append((kind, data, tuple(slots[a] for a in args)))
-    _PLANS[expr] = plan = _Plan(steps)
+    plan = _Plan(steps)
+    if len(steps) <= KEPT_STEPS:  # a large term's plan is made again: its memory is not kept
+        _PLANS[expr] = plan
     return plan
 
 
