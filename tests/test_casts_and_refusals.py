@@ -84,3 +84,10 @@ def test_next_functions_is_shown_by_graph() -> None:
         "Error: 'y.grad_fn.next_functions' reads the graph itself; autograd-cli graph shows "
         "each node and its next_functions (graph --saved: what each node saved)"
     )
+
+
+def test_a_cast_deep_inside_a_long_sum_is_read_without_recursion() -> None:
+    terms = " + ".join(["x"] * 1500)  # 1,500 nested additions, within --max-length
+    result = ag.grad(f"sum(torch.arange(2).float() * x) + {terms}", {"x": 1.0}, dtype="float64")
+    assert isinstance(result, ag.GradResult) and result.verdict == "agree"
+    assert float(result.grads["x"]) == 1 + 1500

@@ -47,11 +47,12 @@ def cast_constructor(constructor: ast.Call, target: str, cast: ast.Call) -> ast.
     with that spelling."""
     written = next((k for k in constructor.keywords if k.arg == "dtype"), None)
     keywords = [k for k in constructor.keywords if k.arg != "dtype"]
-    dtype = ast.Attribute(value=ast.Name(id="torch", ctx=ast.Load()), attr=target, ctx=ast.Load())
+    torch = ast.copy_location(ast.Name(id="torch", ctx=ast.Load()), constructor)
+    dtype = ast.copy_location(ast.Attribute(value=torch, attr=target, ctx=ast.Load()), constructor)
     fixed = ast.Call(
         func=constructor.func,
         args=constructor.args,
-        keywords=[*keywords, ast.keyword(arg="dtype", value=dtype)],
+        keywords=[*keywords, ast.copy_location(ast.keyword(arg="dtype", value=dtype), constructor)],
     )
     ast.copy_location(fixed, constructor)
     if written is None and target == "float32":
@@ -61,38 +62,45 @@ def cast_constructor(constructor: ast.Call, target: str, cast: ast.Call) -> ast.
     raise ExpressionError("constructor_cast", text=ast.unparse(cast), fixed=ast.unparse(fixed))
 
 
-class _Casts(ast.NodeTransformer):
-    """Each ``<constructor>(...).float()`` replaced by its constructor with ``dtype=``."""
-
-    def __init__(self, constructors: frozenset[str], modules: frozenset[str]) -> None:
-        self.constructors = constructors
-        self.modules = modules
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        func = node.func
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)):
-            return node
-        target = cast_target(func.attr, node)
-        if target is None or not self.made_by_constructor(func.value):
-            return node
-        return cast_constructor(func.value, target, node)
-
-    def made_by_constructor(self, node: ast.Call) -> bool:
-        root: ast.AST = node.func
-        if not isinstance(root, ast.Attribute) or root.attr not in self.constructors:
-            return False
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        return isinstance(root, ast.Name) and root.id in self.modules
+def _made_by_constructor(node: ast.Call, constructors: frozenset[str], modules: set[str]) -> bool:
+    root: ast.AST = node.func
+    if not isinstance(root, ast.Attribute) or root.attr not in constructors:
+        return False
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in modules
 
 
 def casts_in_constructors(module: ast.Module, constructors: frozenset[str]) -> ast.Module:
     """The module with each cast of a new value read as its constructor's ``dtype=``
-    (``torch.arange(3).float()``), or the error that names that spelling."""
+    (``torch.arange(3).float()``), or the error that names that spelling. The walk keeps
+    its own stack: a sum of 1,000 terms is a tree 1,000 deep."""
     modules = {"torch", "np", "numpy"}
     for node in ast.walk(module):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             modules.update((a.asname or a.name).split(".")[0] for a in node.names)
-    found = _Casts(constructors, frozenset(modules)).visit(module)
-    return ast.fix_missing_locations(found)
+
+    def read(node: ast.AST) -> ast.AST:
+        func = getattr(node, "func", None)
+        if isinstance(node, ast.Call) and isinstance(func, ast.Attribute):
+            made = func.value
+            target = cast_target(func.attr, node)
+            if (
+                target is not None
+                and isinstance(made, ast.Call)
+                and _made_by_constructor(made, constructors, modules)
+            ):
+                return read(cast_constructor(made, target, node))
+        return node
+
+    stack: list[ast.AST] = [module]
+    while stack:
+        parent = stack.pop()
+        for field, value in ast.iter_fields(parent):
+            if isinstance(value, list):
+                value[:] = [read(v) if isinstance(v, ast.AST) else v for v in value]
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                setattr(parent, field, read(value))
+                stack.append(getattr(parent, field))
+    return module
