@@ -28,6 +28,7 @@ from autogradcli.footprint import (
     check_jvp,
 )
 from autogradcli.lang.analysis import calls, is_elementwise
+from autogradcli.lang.cellstatements import Branch
 from autogradcli.lang.tree import Program
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.notes import Note
@@ -324,13 +325,24 @@ def backward_graph(
     from autogradcli.torchside.run import start
 
     chosen, given = split(settings, values, keywords)
-    bound = bind(expression, given, chosen, const=const)
+    bound = _path_taken(bind(expression, given, chosen, const=const))
     session = start(bound)
     return build_graph(bound.program, session.forward(), session.leaves, bound.seed, saved)
 
 
+def _path_taken(bound: Bound) -> Bound:
+    """A cell parsed up to its first tensor condition (``while b.norm() < 1000``), read
+    again along the path its values take; any other bound as it is."""
+    if not any(isinstance(s, Branch) and s.open for s in bound.program.statements):
+        return bound
+    from autogradcli.cellrun import path_taken
+
+    return path_taken(bound)
+
+
 def _differentiable(bound: Bound) -> Bound:
     """Refuse what has nothing to differentiate (every input const, or no elements)."""
+    bound = _path_taken(bound)
     if not bound.differentiate:
         raise VariableError("all_const")
     empty = [n for n in bound.names if math.prod(bound.shapes[n]) == 0]

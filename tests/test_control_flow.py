@@ -447,3 +447,28 @@ def test_the_shell_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     *documents, last = (json.loads(line) for line in checked.stdout.splitlines())
     assert [d["status"] for d in documents] == ["agree", "agree"]
     assert last["summary"]["exit_code"] == 0
+
+
+def _torch_graph_and_grad(seed: int) -> tuple[list[str], float]:
+    """Real PyTorch's backward graph of d2l's ``d`` (class names, depth first) and
+    ``a.grad`` after ``d.backward()``, for the cell run after ``manual_seed(seed)``."""
+    _, names = python_run(D2L, seed)
+    names["a"].grad = None
+    d = names["f"](names["a"])
+    found, stack = [], [d.grad_fn]
+    while stack:
+        node = stack.pop()
+        found.append(type(node).__name__)
+        stack.extend(reversed([n for n, _ in node.next_functions if n is not None]))
+    d.backward()
+    return found, float(names["a"].grad)
+
+
+@pytest.mark.parametrize("seed", [0, 5])  # 5: a < 0, the else branch
+def test_graph_and_jacobian_follow_the_path_taken(seed: int) -> None:
+    nodes, grad = _torch_graph_and_grad(seed)
+    graph = ag.backward_graph(D2L, seed=seed)
+    assert [node.grad_fn for node in graph.nodes] == nodes
+    jacobian = ag.jacobian(D2L, seed=seed)
+    assert jacobian.verdict == "agree"
+    assert float(jacobian.blocks[0].autograd) == float(jacobian.blocks[0].expected) == grad
