@@ -50,6 +50,8 @@ PARAMETERS: dict[str, str] = {
         "max_exponent",
         "max_elements",
         "max_entries",
+        "max_iterations",
+        "max_lines",
         "max_file_bytes",
     )
 }
@@ -566,9 +568,9 @@ ERRORS: dict[str, str] = {
     "loop_bound": "'{text}': range() needs whole numbers known before the loop runs "
     "(literals, or names bound to them), e.g. 'for t in range(2000):'",
     "loop_iterations_cap": "'{text}' runs {count} iterations; the cap is {cap} for all of a "
-    "cell's loops together; run fewer iterations",
+    "cell's loops together; run fewer iterations (or raise the cap with [[max_iterations]])",
     "cell_lines_cap": "the cell runs more than {cap} lines (its loops unrolled), at '{text}'; "
-    "run fewer iterations or fewer lines in the loop",
+    "run fewer iterations or fewer lines in the loop (or raise the cap with [[max_lines]])",
     "if_not_number": "'if {text}:' reads a tensor, which this tool does not follow yet; a "
     "cell's 'if' takes Python numbers (such as 'if t % 100 == 99:')",
     "python_number_raised": "'{text}': Python raises {error} here",
@@ -580,7 +582,8 @@ ERRORS: dict[str, str] = {
     "while_form": "'{text}' is not a loop this tool runs: write 'while CONDITION:' without "
     "else (the condition a Python number or a one-element tensor)",
     "while_iterations_cap": "'{text}' ran past the cap of {cap} iterations for all of a "
-    "cell's loops together; make the condition end sooner",
+    "cell's loops together; make the condition end sooner (or raise the cap with "
+    "[[max_iterations]])",
     "flow_in_with": "a tensor condition or a call of the cell's own function inside a 'with' "
     "block is not followed; write the 'if', the 'while' or the call outside the block",
     "function_form": "'def {name}(...)' is not a function this tool inlines: write plain "

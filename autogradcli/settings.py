@@ -51,6 +51,8 @@ NUMBERS: dict[str, tuple[bool, float, float]] = {
     "max_exponent": (True, 1, math.inf),
     "max_elements": (True, 1, math.inf),
     "max_entries": (True, 1, math.inf),
+    "max_iterations": (True, 1, math.inf),
+    "max_lines": (True, 1, math.inf),
     "max_file_bytes": (True, 1, math.inf),
     "memory": (True, 1, math.inf),  # bytes; text such as 4G is read by parse_memory
     "sympy_seconds": (False, 0, math.inf),
@@ -97,6 +99,8 @@ class Limits:
     max_exponent: int = 1_000  # constant exponent of a variable
     max_elements: int = 20_000_000  # elements of any tensor
     max_entries: int = 100_000  # entries of a Jacobian or Hessian
+    max_iterations: int = 100_000  # passes of a cell's loops, all together
+    max_lines: int = 200_000  # lines a cell runs, its loops unrolled
     sympy_seconds: float = 20.0  # SymPy's exact check; past it, the numeric check stands in
     max_file_bytes: int | None = None  # bytes of a file read (None: 64 per element + 4 KiB)
     memory: int = DEFAULT_MEMORY  # bytes the run may hold in all (autogradcli.memory); 4G

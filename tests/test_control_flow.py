@@ -20,7 +20,6 @@ import autogradcli as ag
 from autogradcli.cli import app
 from autogradcli.cli.shell import run_lines
 from autogradcli.errors import AutogradCliError
-from autogradcli.lang import loops
 from autogradcli.lang.cellstatements import Branch
 from autogradcli.lang.parser import parse_expression
 from autogradcli.lang.tree import Step
@@ -389,17 +388,37 @@ def test_a_loop_that_never_ends_is_said_at_once() -> None:
     )
 
 
-def test_the_iteration_cap_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loops, "MAX_ITERATIONS", 5)
+def test_the_iteration_cap_is_named_and_raised_by_its_option() -> None:
     text = "import torch\nx = torch.tensor(2., requires_grad=True)\n" + (
         "y = x * 1\nwhile y < 1000:\n    y = y * 2\ny.backward()\n"
     )
     with pytest.raises(AutogradCliError) as caught:
-        ag.grad(text, seed=0)
+        ag.grad(text, seed=0, max_iterations=5)
     assert error_text(caught.value) == (
         "'while y < 1000:' ran past the cap of 5 iterations for all of a cell's loops "
-        "together; make the condition end sooner"
+        "together; make the condition end sooner (or raise the cap with "
+        "Limits.max_iterations)"
     )
+    assert ag.grad(text, seed=0, max_iterations=9).verdict == "agree"  # 9 passes: 2 -> 1024
+    run = cli("grad", text, "--max-iterations", "5")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: 'while y < 1000:' ran past the cap of 5 iterations for all of a cell's loops "
+        "together; make the condition end sooner (or raise the cap with --max-iterations)\n"
+    )
+
+
+def test_the_line_cap_is_named_and_raised_by_its_option() -> None:
+    text = "import torch\nx = torch.tensor(2., requires_grad=True)\n" + (
+        "y = x * 1\nfor t in range(30):\n    y = y * 1.5\ny.backward()\n"
+    )
+    run = cli("grad", text, "--max-lines", "20")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: the cell runs more than 20 lines (its loops unrolled), at 'y = y * 1.5'; run "
+        "fewer iterations or fewer lines in the loop (or raise the cap with --max-lines)\n"
+    )
+    assert ag.grad(text, max_lines=40).verdict == "agree"
 
 
 def test_a_value_given_from_outside_decides_the_path() -> None:

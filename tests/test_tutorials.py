@@ -122,7 +122,8 @@ def test_the_update_changes_the_leaf_as_pytorch_does() -> None:
         (
             "for t in range(200001):\n    y = a * 2\n    y.backward()\n",
             "'for t in range(200001):' runs 200001 iterations; the cap is 100000 for all of a "
-            "cell's loops together; run fewer iterations",
+            "cell's loops together; run fewer iterations (or raise the cap with "
+            "Limits.max_iterations)",
         ),
         (
             "y = a * 2\nwhile y < 100:\n    y = y * 2\nelse:\n    y = y * 3\ny.backward()\n",

@@ -275,6 +275,30 @@ SHARED: list[tuple[str, Any, Any]] = [
         str(Limits.max_entries),
     ),
     (
+        "max_iterations",
+        Annotated[
+            str,
+            typer.Option(
+                metavar="N",
+                help="Most passes of a cell's loops (for, while), all together.",
+                rich_help_panel=LIMITS,
+            ),
+        ],
+        str(Limits.max_iterations),
+    ),
+    (
+        "max_lines",
+        Annotated[
+            str,
+            typer.Option(
+                metavar="N",
+                help="Most lines a cell runs, its loops unrolled.",
+                rich_help_panel=LIMITS,
+            ),
+        ],
+        str(Limits.max_lines),
+    ),
+    (
         "max_file_bytes",
         Annotated[
             str | None,

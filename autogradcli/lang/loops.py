@@ -24,10 +24,11 @@ from typing import Any
 
 from autogradcli.errors import ExpressionError
 from autogradcli.lang.flow import Break, Enter, Flow, FlowUnroll, Jump, Leave, Return, breaks
+from autogradcli.settings import Limits
 
-# caps on what a cell's loops may run (raised with the API's max_iterations/max_lines)
-MAX_ITERATIONS = 100_000
-MAX_LINES = 200_000
+# caps on what a cell's loops may run (Limits.max_iterations/max_lines, --max-iterations ...)
+MAX_ITERATIONS = Limits.max_iterations
+MAX_LINES = Limits.max_lines
 
 DTYPE_NAMES: dict[str, str] = {
     "float": "float32",

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from autogradcli.errors import ExpressionError
-from autogradcli.lang import loops
 from autogradcli.lang.analysis import check_constants
 from autogradcli.lang.cellstatements import DeviceUse
 from autogradcli.lang.converter import CONSTRUCTORS, NAMESPACES, Converter, module_of
@@ -557,8 +556,13 @@ def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Prog
         return builder.build(module)
     # Python's numbers, loops, ifs and functions around the tensors, read as they come
     builder.seed = seed_of(module)
-    caps = (getattr(limits, n, getattr(loops, n.upper())) for n in ("max_iterations", "max_lines"))
-    unroller = Unroller(*caps, decide=builder.decide, text=text, settle=builder.settle)
+    unroller = Unroller(
+        limits.max_iterations,
+        limits.max_lines,
+        decide=builder.decide,
+        text=text,
+        settle=builder.settle,
+    )
     program = builder.build(module, unroller.statements(module.body))
     devices = tuple(DeviceUse(d) for d in sorted(unroller.used_devices))
     return replace(program, statements=devices + program.statements)
