@@ -22,7 +22,7 @@ from autogradcli.render.numbers import (
     worst_at,
 )
 from autogradcli.results import Expectation, GradResult, Suggestion
-from autogradcli.results.grad import VariableResult, relabel
+from autogradcli.results.grad import VariableResult, relabel, relabel_latex
 
 
 def render(result: GradResult, style: Style = CLI) -> Group:
@@ -69,13 +69,16 @@ def render(result: GradResult, style: Style = CLI) -> Group:
     if result.explanation is not None:
         from autogradcli.render.explain import render_explanation
 
-        parts.append(render_explanation(result.explanation, result.output_name, bool(result.hooks)))
+        out = shown.get(result.output_name, result.output_name)
+        parts.append(render_explanation(result.explanation, out, bool(result.hooks)))
     if LATEX.get():
         for var in result.variables.values():
+            out, name = (relabel(n, shown) for n in (result.output_name, var.name))
             if var.latex is not None:
-                parts.append(Text(f"LaTeX ∂{result.output_name}/∂{var.name}: {var.latex}"))
+                tex = relabel_latex(var.latex, shown)
+                parts.append(Text(f"LaTeX ∂{out}/∂{name}: {tex}"))
             if var.chain_latex is not None:
-                parts.append(Text(f"LaTeX chain rule: {var.chain_latex}"))
+                parts.append(Text(f"LaTeX chain rule: {relabel_latex(var.chain_latex, shown)}"))
     parts += [_expectation(e) for e in result.expectations]
     parts.append(_verdict(result))
     return Group(*parts)
@@ -103,7 +106,7 @@ def _output_table(result: GradResult) -> Table:
     ):
         add_column(table, column)
     table.add_row(
-        f"{result.output_name} {list(result.output.shape)}",
+        f"{result.display.get(result.output_name, result.output_name)} {list(result.output.shape)}",
         format_array(result.output),
         format_array(result.output_expected),
         error_text(result.output_max_abs_error),
@@ -198,7 +201,8 @@ def _output_rows(result: GradResult) -> Group:
         ("max abs error", Text(error_text(result.output_max_abs_error))),
         ("check", mark(result.output_verdict)),
     ]
-    head = Text(f"output {result.output_name} {list(result.output.shape)}", style="italic")
+    out = result.display.get(result.output_name, result.output_name)
+    head = Text(f"output {out} {list(result.output.shape)}", style="italic")
     return Group(
         head, *(Text.assemble(f"  {label:<19}", indented(value, 21)) for label, value in rows)
     )

@@ -4,17 +4,15 @@ expected gradients and the suggestions."""
 
 from __future__ import annotations
 
-import ast
 import functools
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from autogradcli.errors import AutogradCliError
-from autogradcli.lang.tree import Program
+from autogradcli.lang.display import display_names as display_names  # re-exported
+from autogradcli.lang.display import displayed as displayed
+from autogradcli.lang.display import relabel, relabel_latex
 from autogradcli.messages import CLI, PYTHON, Style, cause_text
 from autogradcli.notes import Note
 from autogradcli.policy.verdict import (
@@ -73,17 +71,19 @@ class VariableResult(Frozen):
         """The sentence for a ≈ verdict."""
         return cause_text(self.cause) if self.verdict == ROUNDING and self.cause else None
 
-    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+    def to_dict(self, style: Style = CLI, shown: dict[str, str] | None = None) -> dict[str, Any]:
+        """``shown``: the names as the user sees them (``display_names``) for the texts."""
+        shown = shown or {}
         return {
             "value": plain(self.value),
             "shape": list(self.value.shape),
             "requires_grad": self.requires_grad,
             "grad": maybe(self.grad),
             "expected": maybe(self.expected),
-            "derivative": self.derivative,
-            "latex": self.latex,
-            "chain_rule": self.chain,
-            "chain_rule_latex": self.chain_latex,
+            "derivative": relabel(self.derivative, shown),
+            "latex": relabel_latex(self.latex, shown),
+            "chain_rule": relabel(self.chain, shown),
+            "chain_rule_latex": relabel_latex(self.chain_latex, shown),
             "max_abs_error": self.max_abs_error,
             "agree": self.agree,
             "numeric": maybe(self.numeric),
@@ -431,13 +431,27 @@ class GradResult(Judged):
     @functools.cached_property
     def display(self) -> dict[str, str]:
         """Each name the program holds as the user wrote it (``display_names``)."""
-        seen = [*self.variables, *self.derivatives.values()]
+        seen = [*self.variables, *self.derivatives.values(), self.output_name]
         seen += [v.chain for v in self.variables.values()]
+        seen += [v.chain_latex for v in self.variables.values()]
         return displayed(self.expression, frozenset(self.variables), filter(None, seen))
 
     def to_dict(self, style: Style = CLI) -> dict[str, Any]:
         """The ``--json`` document: arrays become numbers or nested lists, non-finite
-        numbers the strings "NaN", "Infinity" and "-Infinity"."""
+        numbers the strings "NaN", "Infinity" and "-Infinity". Names are the user's
+        (``display_names``: ``y (line 3)`` where several values share ``y``)."""
+        shown = self.display
+
+        def name(internal: str) -> str:
+            return shown.get(internal, internal)
+
+        passes = [p.to_dict() for p in self.passes]
+        for entry in passes:
+            for key in ("grads", "expected"):
+                entry[key] = {name(n): g for n, g in entry[key].items()}
+        explain = None if self.explanation is None else self.explanation.to_dict()
+        if explain is not None:
+            explain["vjp"] = {name(n): v for n, v in explain["vjp"].items()}
         return strict(
             {
                 "schema_version": SCHEMA_VERSION,
@@ -449,7 +463,7 @@ class GradResult(Judged):
                 "expected_by": self.expected_by,
                 "seed": self.seed,
                 "output": {
-                    "name": self.output_name,
+                    "name": name(self.output_name),
                     "value": plain(self.output),
                     "expected": plain(self.output_expected),
                     "shape": list(self.output.shape),
@@ -460,14 +474,14 @@ class GradResult(Judged):
                     "rounding": self.output_rounding,
                 },
                 "weights": maybe(self.weights),
-                "variables": {n: v.to_dict(style) for n, v in self.variables.items()},
+                "variables": {name(n): v.to_dict(style, shown) for n, v in self.variables.items()},
                 "mode": self.mode,
-                "passes": [p.to_dict() for p in self.passes],
+                "passes": passes,
                 "tensors": None
                 if self.tensors is None
                 else {t.name: t.to_dict(style) for t in self.tensors},
-                "explain": None if self.explanation is None else self.explanation.to_dict(),
-                "hooks": [h.to_dict() for h in self.hooks],
+                "explain": explain,
+                "hooks": [{**h.to_dict(), "tensor": name(h.tensor)} for h in self.hooks],
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
                 "suggestions": [x.to_dict() for x in self.suggestions],
@@ -475,104 +489,3 @@ class GradResult(Judged):
                 **self.verdict_fields(),
             }
         )
-
-
-def displayed(
-    text: str, given: frozenset[str] = frozenset(), seen: Iterable[str] = ()
-) -> dict[str, str]:
-    """``display_names`` of the program ``text`` (read again: a result keeps the text, not
-    the program), where a name the report shows (``seen``: names, words of its texts) is
-    one the program made: a written name and a number (``x_2``, ``y_1``) the text does not
-    hold. Else nothing (reading a long unrolled loop again would cost seconds), as for a
-    text that does not read."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return {}
-    written = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    words = {w for s in seen for w in re.findall(r"[A-Za-z_]\w*", s)}
-    made = [re.fullmatch(r"([A-Za-z_]\w*?)_\d+", w) for w in words - written]
-    if not any(m is not None and m.group(1) in written for m in made):
-        return {}
-    from autogradcli.lang.parser import parse_expression
-
-    try:
-        return display_names(parse_expression(text, given=given))
-    except AutogradCliError:
-        return {}
-
-
-def display_names(program: Program) -> dict[str, str]:
-    """Each name the program holds (inputs, values it defines, steps) as the user sees it:
-    the name written, or where several values share it, the name and the line that binds
-    it, ``y (line 3)`` (an input given from outside: ``x (input)``; several on one line:
-    ``y (assignment 2)``). The program keeps its own names (``y_1``, ``x_2``)."""
-    written = dict(program.names)
-    groups: dict[str, list[str]] = {}
-    for name in program.variables:
-        if name not in written:  # given from outside: before every line
-            groups.setdefault(name, []).append(name)
-    for name, word in program.names:
-        groups.setdefault(word, []).append(name)
-    lines = _binding_lines(program.text)
-    shown: dict[str, str] = {}
-    for word, members in groups.items():
-        if len(members) == 1:
-            shown[members[0]] = word
-            continue
-        bound = [m for m in members if m in written]
-        at = lines.get(word, [])
-        by_line = len(at) == len(bound) and len(set(at)) == len(at)
-        for member in members:
-            if member not in written:
-                shown[member] = f"{word} (input)"
-            elif by_line:
-                shown[member] = f"{word} (line {at[bound.index(member)]})"
-            else:
-                shown[member] = f"{word} (assignment {bound.index(member) + 1})"
-    return shown
-
-
-def _binding_lines(text: str) -> dict[str, list[int]]:
-    """The lines that bind each name, in order: ``y = ...``, ``y += ...`` and in-place
-    methods ``y.add_(...)``, inside with/if/try blocks too; a loop's lines twice (it binds
-    them again)."""
-    try:
-        body = ast.parse(text).body
-    except (SyntaxError, ValueError):
-        return {}
-    found: dict[str, list[int]] = {}
-    stack = [(stmt, 1) for stmt in reversed(body)]
-    while stack:
-        stmt, times = stack.pop()
-        targets: list[ast.expr] = []
-        if isinstance(stmt, ast.Assign):
-            targets = list(stmt.targets)
-        elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
-            targets = [stmt.target]
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            method = stmt.value.func
-            if (
-                isinstance(method, ast.Attribute)
-                and method.attr.endswith("_")
-                and not method.attr.startswith("_")
-                and method.attr != "requires_grad_"
-            ):
-                targets = [method.value]
-        for target in targets:
-            if isinstance(target, ast.Name):
-                found.setdefault(target.id, []).extend([stmt.lineno] * times)
-        inner = 2 if isinstance(stmt, ast.For | ast.While) else times
-        for block in ("finalbody", "orelse", "handlers", "body"):  # popped body first
-            stack.extend((s, inner) for s in reversed(getattr(stmt, block, []) or []))
-    return found
-
-
-def relabel(text: str | None, shown: dict[str, str]) -> str | None:
-    """A derivative or chain-rule ``text`` with each name as the user sees it (``shown``);
-    a name several values share in brackets, ``2*[x (line 2)]*[x (line 5)]``."""
-    changes = {n: s if s.isidentifier() else f"[{s}]" for n, s in shown.items() if s != n}
-    if not text or not changes:
-        return text
-    names = "|".join(re.escape(n) for n in sorted(changes, key=len, reverse=True))
-    return re.sub(rf"(?<![\w.])({names})(?!\w)", lambda m: changes[m.group(1)], text)
