@@ -12,6 +12,7 @@ import numpy as np
 
 from autogradcli.errors import UnknownVariableError, VariableError
 from autogradcli.lang.analysis import class_targets
+from autogradcli.lang.display import display_names
 from autogradcli.lang.parser import parse_expression
 from autogradcli.lang.program import caret_power
 from autogradcli.lang.shapes import Shape, infer_shape
@@ -286,14 +287,22 @@ class Passes:
 
 
 def retained_names(bound: Bound, names: list[str]) -> list[str]:
-    """The non-leaf names whose gradient to keep; ``all`` means every step and the output."""
+    """The non-leaf names whose gradient to keep; ``all`` means every step and the output.
+    A name is one the user wrote: ``y`` is the value ``y`` holds after the last line (as
+    ``y.retain_grad()`` there), ``y (line 2)`` an earlier one (``display_names``); the
+    choices an error lists are written names only."""
     program = bound.program
     intermediate = [n for n, kind, _ in named_tensors(program) if kind != "input"]
     if "all" in names:
         return intermediate
+    shown = display_names(program)
+    known = {shown.get(n, n): n for n in intermediate}
+    known.update({program.shown(n): n for n in intermediate})  # the last binding
+    choices = list(dict.fromkeys(program.shown(n) for n in intermediate))
     for name in names:
+        if name in known:
+            continue
         if name in program.variables:
-            raise VariableError("retain_grad_input", name=name, intermediate=intermediate)
-        if name not in intermediate:
-            raise VariableError("retain_grad_unknown", name=name, intermediate=intermediate)
-    return list(dict.fromkeys(names))
+            raise VariableError("retain_grad_input", name=name, intermediate=choices)
+        raise VariableError("retain_grad_unknown", name=name, intermediate=choices)
+    return list(dict.fromkeys(known[n] for n in names))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from autogradcli.bind import named_tensors
-from autogradcli.lang.tree import Call, Leaf, Node, Program, cut
+from autogradcli.lang.display import display_names
+from autogradcli.lang.tree import Call, Leaf, Node, cut
 from autogradcli.messages import GRAD_NONE_MADE_BY
 from autogradcli.policy.compare import Marks, compare
 from autogradcli.reference import Model
@@ -32,7 +33,7 @@ def inspect_tensors(
     leaf_names = {id(t): n for n, t in session.leaves.items()}
     exact = model.by == "SymPy"
     rows = []
-    shown = shown_names(bound.program)
+    shown = display_names(bound.program)  # y (line 3), x (input): one row each
     for name, kind, node in named_tensors(bound.program):
         tensor = session.leaves[name] if kind == "input" else tensor_of(trace, name)
         value = to_numpy(tensor)
@@ -75,22 +76,6 @@ def inspect_tensors(
             )
         )
     return tuple(rows)
-
-
-def shown_names(program: Program) -> dict[str, str]:
-    """Each step's name as the user sees it: the name written (``y`` for the tensor ``y``
-    holds after the last line), and for an earlier binding that is a tensor of its own
-    (``y = x*2; y = y*2``) the name and its line, ``y (line 1)``."""
-    shown: dict[str, str] = {}
-    lines = {id(s): k for k, s in enumerate(program.statements, 1)}
-    final = {w: n for n, w in program.names}
-    for step in program.steps:
-        written = program.shown(step.name)
-        if final.get(written, step.name) == step.name:
-            shown[step.name] = written
-        else:
-            shown[step.name] = f"{written} (line {lines.get(id(step), '?')})"
-    return shown
 
 
 def _kept_grad(
