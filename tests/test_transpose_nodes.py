@@ -1,6 +1,7 @@
 """Each spelling of a transpose records the node PyTorch records for it (issue 28): ``A.T``
 a ``PermuteBackward0``, ``A.t()`` a ``TBackward0``, ``transpose`` and ``swapaxes`` a
-``TransposeBackward0``, ``permute`` a ``PermuteBackward0``. Real torch is run on the same
+``TransposeBackward0``, ``permute`` a ``PermuteBackward0``, ``A.mT`` and ``A.mH`` (real)
+a ``TransposeBackward0``; ``A.H`` is refused with the fix. Real torch is run on the same
 spelling, written out here, and its graph compared node by node."""
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ SPELLINGS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "A.swapaxes(0, 1)": lambda a: a.swapaxes(0, 1),
     "A.permute(1, 0)": lambda a: a.permute(1, 0),
     "torch.permute(A, (1, 0))": lambda a: torch.permute(a, (1, 0)),
+    "A.mT": lambda a: a.mT,
+    "A.mH": lambda a: a.mH,  # a real tensor's conjugate is itself
 }
 
 
@@ -85,3 +88,33 @@ def test_the_graph_command_shows_the_node() -> None:
         "    ├── TBackward0  A.t()",
         *tail,
     ]
+
+
+def test_mT_swaps_the_last_two_dims_of_a_batch_as_pytorch_does() -> None:
+    batch = [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[0.5, -1.0, 2.0], [3.0, 1.0, -2.0]]]
+    weights = [[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [[-1.0, 0.0], [2.0, 1.0], [0.5, 3.0]]]
+    for attr in ("mT", "mH"):
+        graph = ag.backward_graph(f"(B.{attr} * W).sum()", {"B": batch, "W": weights}, const=["W"])
+        b = torch.tensor(batch, requires_grad=True)
+        out = (getattr(b, attr) * torch.tensor(weights)).sum()
+        out.backward()
+        names, stack = [], [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            names.append(type(node).__name__)
+            stack.extend(reversed([n for n, _ in node.next_functions if n is not None]))
+        assert [node.grad_fn for node in graph.nodes] == names
+        result = ag.grad(f"(B.{attr} * W).sum()", {"B": batch, "W": weights}, const=["W"])
+        assert result.verdict == "agree"
+        assert result.grads["B"].tolist() == b.grad.tolist()
+
+
+def test_H_is_refused_with_the_fix() -> None:
+    """PyTorch takes ``.H`` on 2-D tensors only; the line cannot tell a shape, so it is
+    refused and ``.mH`` (the same on a real matrix) named."""
+    run = cli("grad", "(A.H * C).sum()", "--A", str(A), "--C", str(C), "--const", "C")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: '.H' (2-D only) is not supported; did you mean .mH? "
+        "(autograd-cli grad --help lists the functions)\n"
+    )

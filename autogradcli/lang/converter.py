@@ -342,15 +342,15 @@ class Converter:
     def attribute(self, node: ast.Attribute, depth: int) -> Node:
         spelled = self.path(node)
         if spelled is not None:
-            if spelled.split(".")[-1] in CONSTANTS and spelled.split(".")[0] in (
-                "math",
-                "np",
-                "torch",
-            ):
-                return Name(spelled.split(".")[-1])
+            parts = spelled.split(".")
+            if parts[-1] in CONSTANTS and parts[0] in ("math", "np", "torch"):
+                return Name(parts[-1])
             raise ExpressionError("namespace_value", text=spelled)
-        if node.attr == "T":
-            return Call("T", (self.convert(node.value, depth + 1),))
+        if node.attr in ("T", "mT", "mH"):  # a real tensor's .mH is .mT: TransposeBackward0
+            swap = () if node.attr == "T" else (("dim0", -2), ("dim1", -1))
+            return Call("transpose" if swap else "T", (self.convert(node.value, depth + 1),), swap)
+        if node.attr == "H":  # PyTorch takes .H on 2-D only, a shape this line cannot tell
+            raise ExpressionError("unknown_spelling", what="'.H' (2-D only)", hint=_hint(".mH"))
         if node.attr == "data":
             return Call("detach", (self.convert(node.value, depth + 1),))
         if node.attr in ("values", "indices"):
