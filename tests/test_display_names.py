@@ -4,9 +4,13 @@ where several values share it (``y (line 3)``)."""
 
 from __future__ import annotations
 
+import json
+
+from autogradcli.cli import app
 from autogradcli.lang.parser import parse_expression
-from autogradcli.results.grad import display_names, relabel
-from tests.conftest import cli
+from autogradcli.results.grad import display_names, relabel, relabel_latex
+from tests.conftest import RUNNER, Run, cli
+from tests.schemas import validate_text
 
 REBOUND = """import torch
 x = torch.tensor(2.0, requires_grad=True)
@@ -131,3 +135,141 @@ z.backward()
         "   a  5              5                 2 + x               0              ✓",
         "   x  1              1                 a                   0              ✓",
     ]
+
+
+TYPED = """x = torch.tensor(2.0, requires_grad=True)
+y = x*x
+y = y + x
+z = y*2
+"""
+
+
+def _stdin(code: str, *args: str) -> Run:
+    """``autograd-cli grad - ARGS`` with ``code`` on stdin (NO_COLOR, 100 columns); a JSON
+    document is validated against the schema."""
+    done = RUNNER.invoke(app, ["grad", "-", *args], input=code, prog_name="autograd-cli")
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception
+    if "--json" in args and done.exit_code == 0:
+        validate_text(done.stdout)
+    return Run(done.exit_code, done.stdout, done.stderr)
+
+
+def _tensor_rows(stdout: str) -> list[str]:
+    """The first line of each row of the tensors table: name, data, grad_fn, grad, check."""
+    rows = []
+    lines = _lines(stdout)
+    start = next(k for k, line in enumerate(lines) if line.startswith("tensors after"))
+    for line in lines[start:]:
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if line.startswith("│") and len(cells) == 7 and cells[1]:  # not a row's 2nd line
+            rows.append(" ".join(cells[i] for i in (0, 1, 4, 5, 6)))
+    return rows
+
+
+def test_retain_grad_takes_the_names_the_user_wrote() -> None:
+    shown = {}
+    for name in ("y", "y (line 2)", "all"):
+        run = _stdin(TYPED, "--retain-grad", name)
+        assert run.exit_code == 0, run.stderr
+        shown[name] = _tensor_rows(run.stdout)
+    assert shown["y"] == [  # y as it is after the last line, as y.retain_grad() there
+        "x 2 None 10 ✓",
+        "y (line 2) 4 MulBackward0 None ✓",
+        "y (line 3) 6 AddBackward0 2 ✓",
+        "z 12 MulBackward0 None ✓",
+    ]
+    assert shown["y (line 2)"][1:3] == [
+        "y (line 2) 4 MulBackward0 2 ✓",
+        "y (line 3) 6 AddBackward0 None ✓",
+    ]
+    assert shown["all"] == [
+        "x 2 None 10 ✓",
+        "y (line 2) 4 MulBackward0 2 ✓",
+        "y (line 3) 6 AddBackward0 2 ✓",
+        "z 12 MulBackward0 1 ✓",
+    ]
+
+
+def test_a_wrong_retain_grad_name_lists_only_written_names() -> None:
+    for name in ("w", "y_1"):  # y_1: the program's own name, not one the user wrote
+        run = _stdin(TYPED, "--retain-grad", name)
+        assert (run.exit_code, run.stdout) == (2, "")
+        assert run.stderr == (
+            f"Error: --retain-grad {name}: no step or output named '{name}' "
+            "(choose from y, z, or all)\n"
+        )
+    run = _stdin(TYPED, "--retain-grad", "x")
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: 'x' is an input (a leaf tensor): its .grad is kept anyway; --retain-grad is "
+        "for steps and the output: y, z\n"
+    )
+    run = _stdin(TYPED + "z.backward()\n", "--retain-grad", "y")  # a cell: its own lines
+    assert run.exit_code == 2
+    assert run.stderr.startswith("Error: --retain-grad does not apply to a cell that calls")
+
+
+def test_json_keys_and_texts_use_the_written_names() -> None:
+    run = _stdin(TYPED, "--retain-grad", "all", "--json")
+    assert run.exit_code == 0, run.stderr
+    document = run.json()
+    assert list(document["tensors"]) == ["x", "y (line 2)", "y (line 3)", "z"]
+    assert [t["grad"] for t in document["tensors"].values()] == [10.0, 2.0, 2.0, 1.0]
+    x = document["variables"]["x"]
+    assert x["chain_rule"] == (
+        "∂z/∂x = ∂z/∂[y (line 3)]·∂[y (line 3)]/∂[y (line 2)]·∂[y (line 2)]/∂x"
+        " + ∂z/∂[y (line 3)]·∂[y (line 3)]/∂x = (2)·(1)·(2*x) + (2)·(1)"
+    )
+    y2, y3 = r"\left[y \text{ (line 2)}\right]", r"\left[y \text{ (line 3)}\right]"
+    assert x["chain_rule_latex"] == (
+        rf"\frac{{\partial z}}{{\partial x}} = \frac{{\partial z}}{{\partial {y3}}} \cdot "
+        rf"\frac{{\partial {y3}}}{{\partial {y2}}} \cdot \frac{{\partial {y2}}}{{\partial x}}"
+        rf" + \frac{{\partial z}}{{\partial {y3}}} \cdot \frac{{\partial {y3}}}{{\partial x}}"
+        r" = \left(2\right) \cdot \left(1\right) \cdot \left(2 x\right) + \left(2\right)"
+        r" \cdot \left(1\right)"
+    )
+    assert "y_1" not in json.dumps(document)
+
+
+def test_json_of_an_input_bound_again_keeps_both() -> None:
+    run = _stdin("x = x*2\ny = x*x\n", "--x", "3", "--retain-grad", "x", "--json")
+    assert run.exit_code == 0, run.stderr
+    document = run.json()
+    assert list(document["variables"]) == ["x (input)"]
+    x = document["variables"]["x (input)"]
+    assert (x["grad"], x["derivative"], x["latex"]) == (
+        24.0,
+        "8*[x (input)]",
+        r"8 \left[x \text{ (input)}\right]",
+    )
+    assert x["chain_rule"] == (
+        "∂y/∂[x (input)] = ∂y/∂[x (line 1)]·∂[x (line 1)]/∂[x (input)] = (2*[x (line 1)])·(2)"
+    )
+    assert document["passes"][0]["grads"] == {"x (input)": 24.0}
+    tensors = document["tensors"]  # --retain-grad x: x as it is after the last line
+    assert {n: t["grad"] for n, t in tensors.items()} == {
+        "x (input)": 24.0,
+        "x (line 1)": 12.0,
+        "y": None,
+    }
+    assert "x_2" not in json.dumps(document)
+
+
+def test_the_latex_lines_name_no_internal_step() -> None:
+    run = _stdin("x = x*2\ny = x*x\n", "--x", "3", "--latex")
+    assert run.exit_code == 0, run.stderr
+    lines = _lines(run.stdout)
+    assert r"LaTeX ∂y/∂[x (input)]: 8 \left[x \text{ (input)}\right]" in lines
+    assert "x_2" not in run.stdout and "x_{2}" not in run.stdout
+
+
+def test_relabel_latex_takes_both_spellings_of_a_made_name() -> None:
+    shown = {"x": "x (input)", "x_2": "x (line 1)", "alpha_1": "alpha (line 2)", "y": "y"}
+    tex = r"\frac{\partial y}{\partial x_2} = 2 x_{2} + \alpha_{1} + \exp{\left(x \right)}"
+    assert relabel_latex(tex, shown) == (
+        r"\frac{\partial y}{\partial \left[x \text{ (line 1)}\right]} = "
+        r"2 \left[x \text{ (line 1)}\right] + \left[\alpha \text{ (line 2)}\right]"
+        r" + \exp{\left(\left[x \text{ (input)}\right] \right)}"
+    )
+    assert relabel_latex(tex, {"x": "x", "y": "y"}) == tex

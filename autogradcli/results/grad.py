@@ -436,11 +436,12 @@ class GradResult(Judged):
         seen += [v.chain_latex for v in self.variables.values()]
         return displayed(self.expression, frozenset(self.variables), filter(None, seen))
 
-    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+    def to_dict(self, style: Style = CLI, shown: dict[str, str] | None = None) -> dict[str, Any]:
         """The ``--json`` document: arrays become numbers or nested lists, non-finite
         numbers the strings "NaN", "Infinity" and "-Infinity". Names are the user's
-        (``display_names``: ``y (line 3)`` where several values share ``y``)."""
-        shown = self.display
+        (``display_names``: ``y (line 3)`` where several values share ``y``; ``shown``: a
+        cell's, for the check of one of its lines)."""
+        shown = self.display if shown is None else shown
 
         def name(internal: str) -> str:
             return shown.get(internal, internal)
