@@ -192,7 +192,7 @@ class SymbolicModel:
         self.output = Block(
             self._build(expression.root), infer_shape(expression.root, self.shapes, self.limits)
         )
-        self._derivatives: dict[tuple[int, sp.Symbol], sp.Expr] = {}
+        self._derivatives: dict[tuple[sp.Expr, sp.Symbol], sp.Expr] = {}
         self._patterns: dict[tuple[sp.Expr, sp.Symbol], sp.Expr] = {}
         self._exact_zeros = False
         self._marked: set[tuple[int, sp.Expr, bytes]] = set()  # kink sites already marked
@@ -245,14 +245,17 @@ class SymbolicModel:
         return SymbolicModel(expression, shapes, self.limits, self.stepwise)
 
     def derivative(self, block: Block, symbol: sp.Symbol) -> sp.Expr:
-        """SymPy's partial derivative of one block, cached; blocks that are the same up to
-        the names of their symbols (the steps of an unrolled loop) share one ``diff``."""
+        """SymPy's partial derivative of one block, cached by its term; blocks that are the
+        same up to the names of their symbols (reductions of an unrolled loop) share one
+        ``diff`` (the output's is its own: renaming a large term costs as much as a diff)."""
         if block.binding is not None:  # one diff per pattern, for the process
             symbol = block.binding.symbol_for[symbol]
             if (block.expr, symbol) not in self._patterns:
                 self._patterns[(block.expr, symbol)] = pattern_derivative(block.expr, symbol)
             return self._patterns[(block.expr, symbol)]
-        key = (id(block), symbol)
+        key = (block.expr, symbol)  # not id(block): a kink's block is made and dropped
+        if key not in self._derivatives and block.kind is None:
+            self._derivatives[key] = diff(block.expr, symbol)
         if key not in self._derivatives:
             free = sorted(block.expr.free_symbols | {symbol}, key=str)
             canonical = {s: sp.Symbol(f"_{k}", **s.assumptions0) for k, s in enumerate(free)}
