@@ -80,14 +80,15 @@ def test_reassignment_y_is_the_last_binding() -> None:
     )
     doc = grad_json(REASSIGNED, "--x", "[1.0, 2.0]", "--retain-grad", "all")
     tensors = doc["tensors"]
-    assert list(tensors) == ["x", "y (line 1)", "y", "out"]
-    for key, tensor in (("y", torch_names["y"]), ("y (line 1)", torch_names["first"])):
+    assert list(tensors) == ["x", "y (assignment 1)", "y (assignment 2)", "out"]  # one line
+    first, last = "y (assignment 1)", "y (assignment 2)"
+    for key, tensor in ((last, torch_names["y"]), (first, torch_names["first"])):
         assert np.allclose(tensors[key]["value"], tensor.detach().numpy())
         assert np.allclose(tensors[key]["grad"], tensor.grad.numpy())
         assert tensors[key]["grad_fn"] == type(tensor.grad_fn).__name__
     one = grad_json(REASSIGNED, "--x", "[1.0, 2.0]", "--retain-grad", "y")["tensors"]
-    assert np.allclose(one["y"]["grad"], torch_names["y"].grad.numpy())
-    assert one["y (line 1)"]["grad"] is None
+    assert np.allclose(one[last]["grad"], torch_names["y"].grad.numpy())
+    assert one[first]["grad"] is None
 
 
 def test_reassignment_explain_labels() -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from autogradcli.bind import named_tensors
 from autogradcli.lang.display import display_names
-from autogradcli.lang.tree import Call, Leaf, Node, cut
+from autogradcli.lang.tree import Call, Leaf, Node, Program, cut
 from autogradcli.messages import GRAD_NONE_MADE_BY
 from autogradcli.policy.compare import Marks, compare
 from autogradcli.reference import Model
@@ -33,8 +35,9 @@ def inspect_tensors(
     leaf_names = {id(t): n for n, t in session.leaves.items()}
     exact = model.by == "SymPy"
     rows = []
-    shown = display_names(bound.program)  # y (line 3), x (input): one row each
-    for name, kind, node in named_tensors(bound.program):
+    named = named_tensors(bound.program)
+    shown = _row_names(bound.program, [n for n, _, _ in named])
+    for name, kind, node in named:
         tensor = session.leaves[name] if kind == "input" else tensor_of(trace, name)
         value = to_numpy(tensor)
         value_expected = value_agree = None
@@ -76,6 +79,15 @@ def inspect_tensors(
             )
         )
     return tuple(rows)
+
+
+def _row_names(program: Program, names: list[str]) -> dict[str, str]:
+    """Each row's name as the user sees it (``display_names``: ``y (line 3)``, ``x (input)``
+    where values share a name, one row each); a name only one row holds is written plain
+    (``y`` after ``y += 1``: the value before the change is no row of its own)."""
+    shown = display_names(program)
+    words = Counter(program.shown(n) for n in names)
+    return {n: program.shown(n) if words[program.shown(n)] == 1 else shown.get(n, n) for n in names}
 
 
 def _kept_grad(
