@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import secrets
 from collections.abc import Iterable, Mapping
@@ -304,5 +305,7 @@ def retained_names(bound: Bound, names: list[str]) -> list[str]:
             continue
         if name in program.variables:
             raise VariableError("retain_grad_input", name=name, intermediate=choices)
-        raise VariableError("retain_grad_unknown", name=name, intermediate=choices)
+        labels = [*choices, *(shown[n] for n in intermediate if n in shown)]
+        near = next(iter(difflib.get_close_matches(name, labels, n=1, cutoff=0.6)), None)
+        raise VariableError("retain_grad_unknown", name=name, intermediate=choices, near=near)
     return list(dict.fromkeys(known[n] for n in names))

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from autogradcli.bind import bind, retained_names
 from autogradcli.cli import app
+from autogradcli.errors import VariableError
 from autogradcli.lang.parser import parse_expression
 from autogradcli.results.grad import display_names, relabel, relabel_latex
+from autogradcli.settings import Settings
 from tests.conftest import RUNNER, Run, cli
 from tests.schemas import validate_text
 
@@ -273,3 +278,17 @@ def test_relabel_latex_takes_both_spellings_of_a_made_name() -> None:
         r" + \exp{\left(\left[x \text{ (input)}\right] \right)}"
     )
     assert relabel_latex(tex, {"x": "x", "y": "y"}) == tex
+
+
+def test_a_wrong_retain_grad_name_carries_the_nearest_written_one() -> None:
+    """The error's data names the closest choice (``near``) for a "did you mean"."""
+    bound = bind(TYPED, {}, Settings())
+    assert retained_names(bound, ["y (line 2)", "y"]) == ["y_1", "y"]
+    found = {}
+    for name in ("yy", "y (line 22)", "q"):
+        with pytest.raises(VariableError) as caught:
+            retained_names(bound, [name])
+        assert caught.value.code == "retain_grad_unknown"
+        assert caught.value.data["intermediate"] == ["y", "z"]
+        found[name] = caught.value.data["near"]
+    assert found == {"yy": "y", "y (line 22)": "y (line 2)", "q": None}
