@@ -60,6 +60,6 @@ def render_summary(summary: Mapping[str, Any]) -> Group:
     table.add_row(
         *map(str, counts + ([internal] if internal else [])),
         f"{seconds:.2f} s",
-        f"{rate:.0f}",
+        f"{rate:.0f}" if rate >= 10 else f"{rate:.2g}",  # 0.43, not 0, for slow cases
     )
     return Group(table)
