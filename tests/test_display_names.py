@@ -292,3 +292,29 @@ def test_a_wrong_retain_grad_name_carries_the_nearest_written_one() -> None:
         assert caught.value.data["intermediate"] == ["y", "z"]
         found[name] = caught.value.data["near"]
     assert found == {"yy": "y", "y (line 22)": "y (line 2)", "q": None}
+
+
+def test_explain_rows_name_no_internal_step() -> None:
+    args = ("--x", "[1,2]", "--weights", "ones", "--explain")
+    run = _stdin("x = x*2\ny = x*x\n", *args)
+    assert run.exit_code == 0, run.stderr
+    lines = _lines(run.stdout)
+    assert (
+        "│ 1 │ MulBackward0   │ [1, 1]      │ x              │ [x (line 1)]    │ [2, 4]  │ ✓     │"
+        in lines
+    )
+    assert (
+        "│ 3 │ AccumulateGrad │ [8, 16]     │ x (input).grad │ += (accumulate) │         │ ✓     │"
+        in lines
+    )
+    assert any(line.startswith("│ x (input) │ [[8, 0],") for line in lines)
+    assert "x_2" not in run.stdout
+    document = _stdin("x = x*2\ny = x*x\n", *args, "--json").json()
+    nodes = document["explain"]["nodes"]
+    assert [[f["local_derivative"] for f in n["flows"]] for n in nodes] == [
+        ["[x (line 1)]", "[x (line 1)]"],
+        ["2"],
+        [],
+    ]
+    assert [n["leaf"] for n in nodes] == [None, None, "x (input)"]
+    assert list(document["explain"]["vjp"]) == ["x (input)"]

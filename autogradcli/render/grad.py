@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -22,7 +25,7 @@ from autogradcli.render.numbers import (
     worst_at,
 )
 from autogradcli.results import Expectation, GradResult, Suggestion
-from autogradcli.results.grad import VariableResult, relabel, relabel_latex
+from autogradcli.results.grad import Explanation, VariableResult, relabel, relabel_latex
 
 
 def render(result: GradResult, style: Style = CLI) -> Group:
@@ -70,7 +73,8 @@ def render(result: GradResult, style: Style = CLI) -> Group:
         from autogradcli.render.explain import render_explanation
 
         out = shown.get(result.output_name, result.output_name)
-        parts.append(render_explanation(result.explanation, out, bool(result.hooks)))
+        explanation = _shown_explanation(result)
+        parts.append(render_explanation(explanation, out, bool(result.hooks)))
     if LATEX.get():
         for var in result.variables.values():
             out, name = (relabel(n, shown) for n in (result.output_name, var.name))
@@ -82,6 +86,20 @@ def render(result: GradResult, style: Style = CLI) -> Group:
     parts += [_expectation(e) for e in result.expectations]
     parts.append(_verdict(result))
     return Group(*parts)
+
+
+def _shown_explanation(result: GradResult) -> Explanation:
+    """``--explain``'s rows under the user's names, a ``[y (line 2)]`` kept as text (the
+    table reads a plain string as Rich markup)."""
+    assert result.explanation is not None
+    explanation = result.explanation.relabeled(result.display)
+    if explanation is result.explanation:
+        return explanation
+    steps = tuple(
+        replace(s, flows=tuple(replace(f, local=escape(f.local)) for f in s.flows))
+        for s in explanation.steps
+    )
+    return replace(explanation, steps=steps)
 
 
 def _expectation(e: Expectation) -> Text:

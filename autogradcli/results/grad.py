@@ -5,7 +5,7 @@ expected gradients and the suggestions."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -308,6 +308,23 @@ class Explanation(Frozen):
     def agree(self) -> bool:
         return all(s.agree for s in self.steps) and all(v.agree for v in self.vjp)
 
+    def relabeled(self, shown: dict[str, str]) -> Explanation:
+        """The same rows with names as the user sees them (``display_names``): each local
+        derivative's text, each leaf and each input of the vector-Jacobian check
+        (``x (input)``)."""
+        if not shown:
+            return self
+        steps = tuple(
+            replace(
+                s,
+                leaf=None if s.leaf is None else shown.get(s.leaf, s.leaf),
+                flows=tuple(replace(f, local=relabel(f.local, shown) or f.local) for f in s.flows),
+            )
+            for s in self.steps
+        )
+        vjp = tuple(replace(v, name=shown.get(v.name, v.name)) for v in self.vjp)
+        return replace(self, steps=steps, vjp=vjp)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "nodes": [s.to_dict() for s in self.steps],
@@ -434,6 +451,8 @@ class GradResult(Judged):
         seen = [*self.variables, *self.derivatives.values(), self.output_name]
         seen += [v.chain for v in self.variables.values()]
         seen += [v.chain_latex for v in self.variables.values()]
+        steps = () if self.explanation is None else self.explanation.steps
+        seen += [f.local for step in steps for f in step.flows]
         return displayed(self.expression, frozenset(self.variables), filter(None, seen))
 
     def to_dict(self, style: Style = CLI, shown: dict[str, str] | None = None) -> dict[str, Any]:
@@ -450,9 +469,8 @@ class GradResult(Judged):
         for entry in passes:
             for key in ("grads", "expected"):
                 entry[key] = {name(n): g for n, g in entry[key].items()}
-        explain = None if self.explanation is None else self.explanation.to_dict()
-        if explain is not None:
-            explain["vjp"] = {name(n): v for n, v in explain["vjp"].items()}
+        explanation = None if self.explanation is None else self.explanation.relabeled(shown)
+        explain = None if explanation is None else explanation.to_dict()
         return strict(
             {
                 "schema_version": SCHEMA_VERSION,
