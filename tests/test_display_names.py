@@ -12,7 +12,7 @@ from autogradcli.bind import bind, retained_names
 from autogradcli.cli import app
 from autogradcli.errors import VariableError
 from autogradcli.lang.parser import parse_expression
-from autogradcli.results.grad import display_names, relabel, relabel_latex
+from autogradcli.results.grad import display_names, displayed, relabel, relabel_latex
 from autogradcli.settings import Settings
 from tests.conftest import RUNNER, Run, cli
 from tests.schemas import validate_text
@@ -318,3 +318,11 @@ def test_explain_rows_name_no_internal_step() -> None:
     ]
     assert [n["leaf"] for n in nodes] == [None, None, "x (input)"]
     assert list(document["explain"]["vjp"]) == ["x (input)"]
+
+
+def test_displayed_reads_the_text_again_only_where_a_name_needs_it() -> None:
+    given = frozenset({"x"})
+    assert displayed("x = x*2; y = x*x", given, ["x", "8*x", "y"]) == {}
+    expected = {"x": "x (input)", "x_2": "x (line 1)", "y": "y"}
+    assert displayed("x = x*2; y = x*x", given, ["x", "y", "2*x_2"]) == expected
+    assert displayed("x = x*2; y = x*x", given, ["x"], force=True) == expected  # --inspect

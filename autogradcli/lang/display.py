@@ -13,13 +13,14 @@ from autogradcli.lang.tree import Program
 
 
 def displayed(
-    text: str, given: frozenset[str] = frozenset(), seen: Iterable[str] = ()
+    text: str, given: frozenset[str] = frozenset(), seen: Iterable[str] = (), force: bool = False
 ) -> dict[str, str]:
     """``display_names`` of the program ``text`` (read again: a result keeps the text, not
     the program), where a name the report shows (``seen``: names, words of its texts) is
     one the program made: a written name and a number (``x_2``, ``y_1``) the text does not
-    hold. Else nothing (reading a long unrolled loop again would cost seconds), as for a
-    text that does not read."""
+    hold, or where ``force`` (another part of the report labels names already). Else
+    nothing (reading a long unrolled loop again would cost seconds), as for a text that
+    does not read."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -27,7 +28,7 @@ def displayed(
     written = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     words = {w for s in seen for w in re.findall(r"[A-Za-z_]\w*", s)}
     made = [re.fullmatch(r"([A-Za-z_]\w*?)_\d+", w) for w in words - written]
-    if not any(m is not None and m.group(1) in written for m in made):
+    if not force and not any(m is not None and m.group(1) in written for m in made):
         return {}
     from autogradcli.lang.parser import parse_expression
 

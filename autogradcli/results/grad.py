@@ -453,7 +453,9 @@ class GradResult(Judged):
         seen += [v.chain_latex for v in self.variables.values()]
         steps = () if self.explanation is None else self.explanation.steps
         seen += [f.local for step in steps for f in step.flows]
-        return displayed(self.expression, frozenset(self.variables), filter(None, seen))
+        labelled = any(not t.name.isidentifier() for t in self.tensors or ())  # x (input)
+        given = frozenset(self.variables)
+        return displayed(self.expression, given, filter(None, seen), force=labelled)
 
     def to_dict(self, style: Style = CLI, shown: dict[str, str] | None = None) -> dict[str, Any]:
         """The ``--json`` document: arrays become numbers or nested lists, non-finite
