@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from autogradcli.errors import ExpressionError
 
 # cast methods and the dtype each makes
 CASTS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
+# a text that may hold a cast (the tree is walked only then)
+CAST_CALL = re.compile(r"\.\s*(?:float|double|half|bfloat16|to|type)\s*\(")
 _DTYPE_NAMES = {
     "float32": "float32",
     "float": "float32",
@@ -71,10 +74,15 @@ def _made_by_constructor(node: ast.Call, constructors: frozenset[str], modules: 
     return isinstance(root, ast.Name) and root.id in modules
 
 
-def casts_in_constructors(module: ast.Module, constructors: frozenset[str]) -> ast.Module:
-    """The module with each cast of a new value read as its constructor's ``dtype=``
-    (``torch.arange(3).float()``), or the error that names that spelling. The walk keeps
-    its own stack: a sum of 1,000 terms is a tree 1,000 deep."""
+def casts_in_constructors(
+    module: ast.Module, constructors: frozenset[str], text: str
+) -> ast.Module:
+    """The module of ``text`` with each cast of a new value read as its constructor's
+    ``dtype=`` (``torch.arange(3).float()``), or the error that names that spelling. The
+    tree is walked only where the text has a cast, with a stack of its own: a sum of 1,000
+    terms is a tree 1,000 deep."""
+    if not CAST_CALL.search(text):
+        return module
     modules = {"torch", "np", "numpy"}
     for node in ast.walk(module):
         if isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -218,7 +218,7 @@ def module_of(text: str, limits: Limits, caret_power: bool = True) -> ast.Module
         raise ExpressionError("unparsable", detail=str(exc)) from None
     if not module.body:
         raise ExpressionError("expression_empty")
-    return casts_in_constructors(module, CONSTRUCTORS - {"reshape"})
+    return casts_in_constructors(module, CONSTRUCTORS - {"reshape"}, text)
 
 
 _STRINGS = re.compile(r"'(?:[^'\\\n]|\\.)*'" + r'|"(?:[^"\\\n]|\\.)*"')

@@ -41,8 +41,10 @@ class Renames:
         ``y``). An input, or a value the program defines, keeps its name."""
         renames: dict[str, str] = {}
         chosen: set[str] = set()
-        for written in dict.fromkeys(self.names.values()):
-            bindings = [n for n, w in self.names.items() if w == written]
+        by_name: dict[str, list[str]] = {}  # one pass, not one per written name
+        for n, w in self.names.items():
+            by_name.setdefault(w, []).append(n)
+        for written, bindings in by_name.items():
             if len(bindings) < 2 or bindings[-1] == written or written in self.free:
                 continue
             if any(b in self.leaves for b in bindings) or self._in_leaf_source(bindings):

@@ -542,15 +542,19 @@ def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()
     backward() or print(...)) is PyTorch code and means what Python means: ``^`` is
     bitwise xor, ``np.f``/``math.f`` of a tensor do what NumPy and ``math`` do. In an
     expression ``^`` is power and ``np.``/``math.`` name the same functions as ``torch.``."""
-    cell = _looks_like_cell(module_of(text, limits, caret_power=False))
-    program = _build(text, limits, given, cell)  # a tensor condition's Branch shows: a cell
+    first = module_of(text, limits, caret_power=False)
+    cell = _looks_like_cell(first)
+    same = cell or "^" not in text  # then the first parse is the one to build (read once)
+    program = _build(text, limits, given, cell, first if same else None)  # a Branch: a cell
     if program.is_cell != cell:
         program = _build(text, limits, given, program.is_cell)
     return program
 
 
-def _build(text: str, limits: Limits, given: frozenset[str], cell: bool) -> Program:
-    module = module_of(text, limits, caret_power=not cell)
+def _build(
+    text: str, limits: Limits, given: frozenset[str], cell: bool, parsed: ast.Module | None = None
+) -> Program:
+    module = parsed if parsed is not None else module_of(text, limits, caret_power=not cell)
     builder = _Builder(text, limits, given, cell=cell, oracle=PATH_ORACLE.get())
     if not cell:
         return builder.build(module)
