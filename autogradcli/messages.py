@@ -475,8 +475,8 @@ ERRORS: dict[str, str] = {
     "here; see the graph with [[@graph]]",
     "retain_grad_input": "'{name}' is an input (a leaf tensor): its .grad is kept anyway; "
     "[[retain_grad]] is for steps and the output: {intermediate}",
-    "retain_grad_unknown": "[[retain_grad={name}]]: no step or output named '{name}' (choose "
-    "from {intermediate}, or all)",
+    "retain_grad_unknown": "[[retain_grad={name}]]: no step or output named '{name}'{hint} "
+    "(choose from {intermediate}, or all)",
     "retain_grad_no_grad": "[[retain_grad={name}]]: '{name}' does not require grad (it "
     "depends on no input that does), so it has no gradient to keep",
     "grad_never_reached": "no gradient reached {name}: the output uses it only through "
@@ -642,6 +642,8 @@ def error_text(error: Coded, style: Style = PYTHON) -> str:
         data["suggestion"] = f" (did you mean {near}?)" if near else ""
     if error.code in ("retain_grad_input", "retain_grad_unknown"):
         data["intermediate"] = ", ".join(data["intermediate"])
+    if error.code == "retain_grad_unknown":
+        data["hint"] = f"; did you mean {data['near']}?" if data.get("near") else ""
     template = ERRORS.get(error.code, error.code)
     return _fill(template, data, style)
 

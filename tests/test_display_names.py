@@ -5,6 +5,7 @@ where several values share it (``y (line 3)``)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -197,11 +198,11 @@ def test_retain_grad_takes_the_names_the_user_wrote() -> None:
 
 
 def test_a_wrong_retain_grad_name_lists_only_written_names() -> None:
-    for name in ("w", "y_1"):  # y_1: the program's own name, not one the user wrote
-        run = _stdin(TYPED, "--retain-grad", name)
+    for name, hint in (("w", ""), ("y_1", ""), ("yy", "; did you mean y?")):
+        run = _stdin(TYPED, "--retain-grad", name)  # y_1: the program's own name, not written
         assert (run.exit_code, run.stdout) == (2, "")
         assert run.stderr == (
-            f"Error: --retain-grad {name}: no step or output named '{name}' "
+            f"Error: --retain-grad {name}: no step or output named '{name}'{hint} "
             "(choose from y, z, or all)\n"
         )
     run = _stdin(TYPED, "--retain-grad", "x")
@@ -326,3 +327,12 @@ def test_displayed_reads_the_text_again_only_where_a_name_needs_it() -> None:
     expected = {"x": "x (input)", "x_2": "x (line 1)", "y": "y"}
     assert displayed("x = x*2; y = x*x", given, ["x", "y", "2*x_2"]) == expected
     assert displayed("x = x*2; y = x*x", given, ["x"], force=True) == expected  # --inspect
+
+
+def test_a_cells_json_uses_the_written_names() -> None:
+    run = _stdin(TYPED + "z.backward()\nx = x * 3\nw = x * 2\nw.backward()\n", "--json")
+    assert run.exit_code == 0, run.stderr
+    assert not re.search(r"\b[xyz]_\d\b", run.stdout), run.stdout  # no name the program made
+    backward = [e for e in run.json()["events"] if e["kind"] == "backward"]
+    assert list(backward[0]["grads"]) == ["x (line 1)"]
+    assert list(backward[-1]["grads"]) == ["x (line 1)"]

@@ -31,7 +31,7 @@ from autogradcli.results.base import (
     strict,
 )
 from autogradcli.results.custom import FunctionCheck
-from autogradcli.results.grad import GradResult, displayed
+from autogradcli.results.grad import GradResult, displayed, relabel
 
 
 def _shown_value(value: Any) -> Any:
@@ -102,13 +102,19 @@ class CellEvent(Frozen):
         found += [] if self.check is None else [self.check.verdict]
         return None if all(v is None for v in found) else worst(found)
 
-    def to_dict(self, style: Style = CLI) -> dict[str, Any]:
+    def to_dict(self, style: Style = CLI, shown: dict[str, str] | None = None) -> dict[str, Any]:
+        """``shown``: the cell's names as the user sees them (``CellResult.display``)."""
+        shown = shown or {}
+        grads = {
+            shown.get(g.name, g.name): {**g.to_dict(), "derivative": relabel(g.derivative, shown)}
+            for g in self.grads
+        }
         return {
             "kind": self.kind,
             "statement": self.statement,
-            "grads": {g.name: g.to_dict() for g in self.grads},
+            "grads": grads,
             "shown": [s.to_dict() for s in self.shown],
-            "check": None if self.check is None else self.check.to_dict(style),
+            "check": None if self.check is None else self.check.to_dict(style, shown),
             "verdict": self.verdict,
             **({} if self.target is None else {"target": self.target}),
             **({} if self.printed is None else {"printed": self.printed}),
@@ -152,6 +158,8 @@ class CellResult(Judged):
         """Each name the cell holds as the user wrote it (``display_names``)."""
         seen = [g.name for e in self.events for g in e.grads]
         seen += [g.derivative for e in self.events for g in e.grads if g.derivative]
+        checks = [e.check for e in self.events if e.check is not None]
+        seen += [v.chain for c in checks for v in c.variables.values() if v.chain]
         return displayed(self.expression, seen=seen)
 
     @functools.cached_property
@@ -218,7 +226,7 @@ class CellResult(Judged):
                 "dtype": self.dtype,
                 "tolerance": {"rtol": self.rtol, "atol": self.atol},
                 "seed": self.seed,
-                "events": [e.to_dict(style) for e in self.events],
+                "events": [e.to_dict(style, self.display) for e in self.events],
                 "stopped": error,
                 "notes": note_texts(self.notes, style),
                 "note_codes": note_codes(self.notes),
