@@ -169,7 +169,9 @@ class Precise:
             return self.inf  # IEEE: 0**-k is +inf
         if ctx.isnan(base) and exponent == 0:
             return ctx.mpf(1)  # IEEE: nan**0 is 1
-        if ctx.isfinite(base) and ctx.isfinite(exponent) and base != 0:
+        finite = ctx.isfinite(base) and ctx.isfinite(exponent) and base != 0
+        # |log2 |base|| <= |mag(base)| + 1: the log is taken only where that bound is too big
+        if finite and abs(exponent) * (abs(ctx.mag(base)) + 1) > MAX_ARGUMENT:
             size = abs(exponent) * abs(ctx.log(abs(base), 2))
             if size > MAX_ARGUMENT:  # a result of more than 2**MAX_ARGUMENT: not computed
                 if (abs(base) > 1) != (exponent > 0):
