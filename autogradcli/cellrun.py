@@ -13,6 +13,7 @@ import numpy as np
 from autogradcli.bind import Bound
 from autogradcli.errors import AutogradCliError
 from autogradcli.lang.cellstatements import Branch, Printed
+from autogradcli.lang.display import display_names
 from autogradcli.lang.program import active_hooks
 from autogradcli.lang.text import unparse
 from autogradcli.lang.tree import Backward, Name, Node, Program, Rebuild, Reset, Show
@@ -63,6 +64,7 @@ def run_cell(bound: Bound) -> CellResult:
         rounding_bound=relative,
         strict=settings.strict,
         functions=check_cell(bound, ran.seen),  # custom autograd Functions: the user's backward
+        names=display_names(bound.program),  # the report's names, without reading the cell again
     )
 
 

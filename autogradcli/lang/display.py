@@ -13,14 +13,18 @@ from autogradcli.lang.tree import Program
 
 
 def displayed(
-    text: str, given: frozenset[str] = frozenset(), seen: Iterable[str] = (), force: bool = False
+    text: str,
+    given: frozenset[str] = frozenset(),
+    seen: Iterable[str] = (),
+    force: bool = False,
+    known: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """``display_names`` of the program ``text`` (read again: a result keeps the text, not
     the program), where a name the report shows (``seen``: names, words of its texts) is
     one the program made: a written name and a number (``x_2``, ``y_1``) the text does not
     hold, or where ``force`` (another part of the report labels names already). Else
     nothing (reading a long unrolled loop again would cost seconds), as for a text that
-    does not read."""
+    does not read. ``known``: the map made when the program ran (then nothing is read)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -30,6 +34,8 @@ def displayed(
     made = [re.fullmatch(r"([A-Za-z_]\w*?)_\d+", w) for w in words - written]
     if not force and not any(m is not None and m.group(1) in written for m in made):
         return {}
+    if known is not None:
+        return known
     from autogradcli.lang.parser import parse_expression
 
     try:

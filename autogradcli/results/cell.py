@@ -138,6 +138,7 @@ class CellResult(Judged):
     rounding_bound: float = 0.0
     strict: bool = False
     functions: tuple[FunctionCheck, ...] = ()  # each custom autograd Function's own check
+    names: dict[str, str] | None = None  # display_names of the program that ran
 
     @property
     def verdict(self) -> Verdict:
@@ -160,7 +161,7 @@ class CellResult(Judged):
         seen += [g.derivative for e in self.events for g in e.grads if g.derivative]
         checks = [e.check for e in self.events if e.check is not None]
         seen += [v.chain for c in checks for v in c.variables.values() if v.chain]
-        return displayed(self.expression, seen=seen)
+        return displayed(self.expression, seen=seen, known=self.names)
 
     @functools.cached_property
     def defined(self) -> tuple[frozenset[str], ...] | None:
