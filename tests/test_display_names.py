@@ -336,3 +336,23 @@ def test_a_cells_json_uses_the_written_names() -> None:
     backward = [e for e in run.json()["events"] if e["kind"] == "backward"]
     assert list(backward[0]["grads"]) == ["x (line 1)"]
     assert list(backward[-1]["grads"]) == ["x (line 1)"]
+
+
+def test_a_retained_value_without_grad_is_named_as_written() -> None:
+    run = cli(
+        "grad",
+        "y = c*2; y = y + x; out = y*3",
+        "--x",
+        "1",
+        "--c",
+        "2",
+        "--const",
+        "c",
+        "--retain-grad",
+        "y (assignment 1)",
+    )
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "Error: --retain-grad y (assignment 1): 'y (assignment 1)' does not require grad (it "
+        "depends on no input that does), so it has no gradient to keep\n"
+    )

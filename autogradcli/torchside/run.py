@@ -14,6 +14,8 @@ import torch
 from autogradcli.bind import Bound, Passes
 from autogradcli.errors import TorchError, VariableError
 from autogradcli.glossary import lookup
+from autogradcli.lang.display import display_names
+from autogradcli.lang.tree import Program
 from autogradcli.torchside import build
 from autogradcli.torchside.build import Trace, to_numpy
 from autogradcli.torchside.devices import resolve_device, resolve_dtype
@@ -131,7 +133,7 @@ def run_passes(
         if trace is None or not plan.same_graph:
             trace = None  # the last pass's graph goes before the next one is built
             trace = session.forward()
-            retain(trace, retained, explicit)
+            retain(trace, retained, explicit, session.bound.program)
             if program_hooks:
                 _hook(session, trace, calls, first=index == 1)
         if index == 1:
@@ -216,14 +218,16 @@ def tensor_of(trace: Trace, name: str) -> torch.Tensor:
     return trace.steps.get(name, trace.out)
 
 
-def retain(trace: Trace, names: list[str], explicit: bool) -> None:
-    """``retain_grad()`` on each named tensor that autograd tracks."""
+def retain(trace: Trace, names: list[str], explicit: bool, program: Program) -> None:
+    """``retain_grad()`` on each named tensor that autograd tracks (an error names it as
+    the user wrote it: ``y (line 2)``, never the program's ``y_1``)."""
     for name in names:
         tensor = tensor_of(trace, name)
         if tensor.requires_grad:
             tensor.retain_grad()
         elif explicit:
-            raise VariableError("retain_grad_no_grad", name=name)
+            shown = display_names(program).get(name, name)
+            raise VariableError("retain_grad_no_grad", name=shown)
 
 
 def read_grad(tensor: torch.Tensor) -> tuple[np.ndarray | None, str | None]:
