@@ -292,6 +292,8 @@ def retained_names(bound: Bound, names: list[str]) -> list[str]:
     A name is one the user wrote: ``y`` is the value ``y`` holds after the last line (as
     ``y.retain_grad()`` there), ``y (line 2)`` an earlier one (``display_names``); the
     choices an error lists are written names only."""
+    if not names:
+        return []
     program = bound.program
     intermediate = [n for n, kind, _ in named_tensors(program) if kind != "input"]
     if "all" in names:

@@ -16,6 +16,7 @@ so the API runs it before torch and SymPy load: a refused run costs no import.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +63,20 @@ class Sizes:
 
 
 def sizes(bound: Bound) -> Sizes:
-    """The element counts of ``bound``, from its shapes."""
+    """The element counts of ``bound``, from its shapes (counted once per bound: the
+    budget's checks ask before and after torch loads)."""
+    last = _COUNTED.get("last")
+    if last is not None and last[0]() is bound:
+        return last[1]
+    found = _sizes(bound)
+    _COUNTED["last"] = (weakref.ref(bound), found)
+    return found
+
+
+_COUNTED: dict[str, tuple[weakref.ref[Bound], Sizes]] = {}
+
+
+def _sizes(bound: Bound) -> Sizes:
     fold = _Sizes(dict(bound.shapes), bound.limits)
     for root in bound.program.roots():
         fold(root)

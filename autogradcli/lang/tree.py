@@ -8,6 +8,7 @@ fold's method for it, and nowhere else.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -261,7 +262,11 @@ class Program:
 
     def shown(self, name: str) -> str:
         """The name a step was written with (``y`` for ``y_2``)."""
-        return dict(self.names).get(name, name)
+        return self._written.get(name, name)
+
+    @functools.cached_property
+    def _written(self) -> dict[str, str]:
+        return dict(self.names)  # once: a long program asks for each of its steps
 
 
 def operands(node: Node) -> list[Node]:
