@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,50 @@ def test_python_numbers_dtypes_and_math_constants() -> None:
     result = ag.grad(text)
     assert result.error is None and result.dtype == "float64"
     assert result.verdict == "agree"
+
+
+# --- the ways in: the shell and check files (issue 26) ------------------------------------
+
+MY_CUBE = """
+
+def my_cube(x):
+    result, dx = MyCube.apply(x)
+    return result
+
+
+x = torch.tensor([1.0, 2.0, -0.5], requires_grad=True)
+y = my_cube(x)
+y.sum().backward()
+print(x.grad)
+"""
+
+
+def test_the_tutorials_and_extending_pytorch_through_the_shell_and_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tutorial (20 of its passes), the Extending PyTorch Functions, and MyCube
+    behind PyTorch's own ``def my_cube(x)`` wrapper, as shell lines and as a check file."""
+    from autogradcli.cli.shell import run_lines
+    from tests.conftest import cli
+
+    examples = Path(__file__).resolve().parent.parent / "docs" / "examples"
+    cube = (examples / "extending_mycube.py").read_text().split("\n\nx = torch.tensor")[0]
+    wrapped = tmp_path / "my_cube.py"
+    wrapped.write_text(cube + MY_CUBE)
+    tutorial = f"grad @{examples / 'tutorial_20_steps.py'} --seed 0"
+    lines = [
+        f"grad @{examples / 'extending_linear.py'}",
+        f"grad @{examples / 'extending_mulconstant.py'}",
+        f"grad @{examples / 'extending_legendre.py'} --seed 0",
+        f"grad @{wrapped}",
+    ]
+    assert run_lines(lines) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "custom Function MyCube.apply(x) your backward" in shown
+    cases = tmp_path / "cases.txt"
+    cases.write_text(f"{tutorial}\n{lines[-1]}\n")
+    checked = cli("check", str(cases), "--json")
+    *documents, last = (json.loads(line) for line in checked.stdout.splitlines())
+    assert [d["status"] for d in documents] == ["disagree", "agree"]  # float32's cancellation
+    assert (checked.exit_code, last["summary"]["exit_code"]) == (1, 1)
+    assert "precision loss: cancellation" in json.dumps(documents[0]["document"])
