@@ -7,20 +7,14 @@ import ast
 import re
 
 from autogradcli.errors import ExpressionError
+from autogradcli.lang.constructors import DTYPES
 
 # cast methods and the dtype each makes
 CASTS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16"}
 # a text that may hold a cast (the tree is walked only then)
 CAST_CALL = re.compile(r"\.\s*(?:float|double|half|bfloat16|to|type)\s*\(")
-_DTYPE_NAMES = {
-    "float32": "float32",
-    "float": "float32",
-    "float64": "float64",
-    "double": "float64",
-    "float16": "float16",
-    "half": "float16",
-    "bfloat16": "bfloat16",
-}
+# dtype= as written (torch.float64, torch.double, ...): the floating ones of the constructors
+_DTYPE_NAMES = {k: v for k, v in DTYPES.items() if v != "integer"}
 
 
 def cast_target(method: str, node: ast.Call) -> str | None:
