@@ -28,7 +28,7 @@ from autogradcli.footprint import (
     check_jvp,
 )
 from autogradcli.lang.analysis import calls, is_elementwise
-from autogradcli.lang.cellstatements import Branch
+from autogradcli.lang.cellstatements import stopped_at_condition
 from autogradcli.lang.tree import Program
 from autogradcli.lang.vocabulary import OPS
 from autogradcli.notes import Note
@@ -333,7 +333,7 @@ def backward_graph(
 def _path_taken(bound: Bound) -> Bound:
     """A cell parsed up to its first tensor condition (``while b.norm() < 1000``), read
     again along the path its values take; any other bound as it is."""
-    if not any(isinstance(s, Branch) and s.open for s in bound.program.statements):
+    if not stopped_at_condition(bound.program):
         return bound
     from autogradcli.cellrun import path_taken
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from autogradcli.bind import Bound
 from autogradcli.errors import AutogradCliError
-from autogradcli.lang.cellstatements import Branch, Printed
+from autogradcli.lang.cellstatements import Branch, Printed, stopped_at_condition
 from autogradcli.lang.display import display_names
 from autogradcli.lang.program import active_hooks
 from autogradcli.lang.text import unparse
@@ -72,7 +72,7 @@ def path_taken(bound: Bound) -> Bound:
     """``bound`` itself, or, where it stopped at a tensor condition when it was parsed
     (``if``/``while`` on a tensor, no values then), the cell read again along the path
     its values take (``follow``). Whatever runs a bound cell's program calls it first."""
-    if any(isinstance(s, Branch) and s.open for s in bound.program.statements):
+    if stopped_at_condition(bound.program):
         return follow(bound)
     return bound
 

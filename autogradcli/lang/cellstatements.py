@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autogradcli.lang.tree import Node, Show
+from autogradcli.lang.tree import Node, Program, Show
 
 
 @dataclass(frozen=True)
@@ -54,3 +54,9 @@ class Branch(Show):
     taken: bool | None = None
     open: bool = False
     outcome: bool | None = None  # the whole condition's truth (on its last tensor part)
+
+
+def stopped_at_condition(program: Program) -> bool:
+    """Whether the program was read without values up to a tensor condition (an open
+    ``Branch``): the run must read it again along the path its values take."""
+    return any(isinstance(s, Branch) and s.open for s in program.statements)

@@ -434,13 +434,5 @@ def _read(
         if attr == "_version":
             return int(tensor._version)
         return bool(getattr(tensor, attr))
-    extra = {}
-    for name in walk_names(item):
-        if ATTRIBUTE in name:
-            owner = name.split(ATTRIBUTE)[0]
-            grad = leaves[owner].grad if owner in leaves else None
-            if grad is None:
-                raise VariableError("grad_none_used", name=owner)
-            extra[name] = grad
-    result = value(item, extra)
+    result = value(item, _grad_values(item, leaves))
     return to_numpy(result) if result.dtype != torch.bool else result.cpu().numpy()
