@@ -16,7 +16,8 @@ from autogradcli import api
 from autogradcli.lang.parser import parse_expression
 from autogradcli.reference import elementwise, terms
 from autogradcli.reference.elementwise import SymbolicModel
-from autogradcli.reference.evaluate import FLOAT64, _plan, _Walk, close_floats, precise
+from autogradcli.reference.evaluate import FLOAT64, _plan, _Walk, close_floats
+from autogradcli.reference.precise import precise
 from autogradcli.settings import Limits
 
 # Programs whose steps have patterns (some steps not: a reduction), with kinks met exactly,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import autogradcli as ag
-from autogradcli.reference.evaluate import precise
+from autogradcli.reference.precise import precise
 
 
 def test_exp_of_a_large_argument_is_finite_in_mpmath() -> None:
@@ -55,3 +55,23 @@ def test_a_large_tensor_past_float64_is_marked_huge() -> None:
     result = ag.grad("sum(exp(exp(exp(x))))", x=x, dtype="float64")
     assert result.verdict == "disagree"
     assert result.variables["x"].cause.code == "overflow"
+
+
+def test_logsigmoid_keeps_a_tiny_output_and_a_large_negative_one() -> None:
+    """log(1 + exp(-x)) at 501 is -exp(-501) (not the 0 of 1 + tiny in any precision), and
+    at -1e20 is -1e20 (exp(1e20) is computed, not a stand-in whose log is 8.4e23)."""
+    x = np.array([501.0, -1e20, 1.0])
+    result = ag.grad("F.logsigmoid(x)", {"x": x}, dtype="float64", weights="ones")
+    assert result.verdict == "agree"
+    assert result.output_expected[0] == pytest.approx(-2.6209851870952267e-218, rel=1e-15)
+    assert result.output_expected[1] == -1e20
+
+
+def test_softplus_written_out_past_float64_expects_the_finite_value() -> None:
+    """log(1 + exp(x)) at 1e20: float64's exp overflows (PyTorch gives inf), the value is 1e20."""
+    result = ag.grad(
+        "log(1 + exp(x))", {"x": np.array([1e20, 0.0])}, dtype="float64", weights="ones"
+    )
+    assert result.verdict == "disagree"
+    assert result.output_expected[0] == 1e20
+    assert np.isinf(result.output[0])

@@ -45,8 +45,9 @@ from autogradcli.reference.evaluate import (
     close_floats,
     evaluate,
     evaluate_float,
-    stable,
+    log1p_of,
 )
+from autogradcli.reference.precise import stable
 
 U = 2.0**-53  # float64's unit roundoff
 LIBM = 8 * U  # what one call of NumPy's elementary functions may be off, relative
@@ -154,12 +155,6 @@ class _Bounded(_Walk):
                     self.bounds.pop(arg, None)
         return self.cache[node]
 
-    def _value(self, node: sp.Expr) -> Any:
-        rest = _log1p_of(node)
-        if rest is not None:  # log(1 + t) as log1p(t): no cancellation where t is small
-            return np.log1p(self.value(rest))
-        return super()._value(node)
-
     def bound(self, node: sp.Expr) -> Bound:
         """The bound of a node already computed (or of a value in ``env``)."""
         if node in self.env:
@@ -179,7 +174,7 @@ class _Bounded(_Walk):
             return self._jump(node.base.args[0])
         if node.is_Pow:
             return self._pow(node)
-        rest = _log1p_of(node)
+        rest = log1p_of(node)
         if rest is not None:
             return self._log1p(rest, value)
         name = node.func.__name__
@@ -362,16 +357,6 @@ class _Bounded(_Walk):
             err = 2 * np.abs(vx * vy) * (by[channel] + bx[channel]) / (vx * vx + vy * vy)
             out.append(_ratio(err, value))
         return out[0] + LIBM, out[1]
-
-
-def _log1p_of(node: sp.Expr) -> sp.Expr | None:
-    """``t`` where ``node`` is ``log(1 + t)`` (SymPy writes log1p(t) so), else None."""
-    if not isinstance(node, sp.log) or len(node.args) != 1 or not node.args[0].is_Add:
-        return None
-    terms = node.args[0].args
-    if sp.S.One not in terms:
-        return None
-    return sp.Add(*(t for t in terms if t is not sp.S.One))
 
 
 def _sum_rounding(values: np.ndarray) -> float:

@@ -4,27 +4,20 @@ Two kinds of arithmetic run the same walk:
 
 - ``FLOAT64``: NumPy float64, vectorised over whole tensors; fast, and rounded like the
   computation it checks.
-- ``Precise(bits)``: mpmath numbers (NumPy object arrays) at ``bits`` of working precision,
-  in a private mpmath context (so threads do not share it). Outside a function's real
-  domain the result is NaN, as in IEEE arithmetic.
+- ``precise.Precise(bits)``: mpmath numbers (NumPy object arrays) at ``bits`` of working
+  precision, raised until the float64 numbers settle (``precise.stable``).
 
-``stable(compute)`` runs ``compute`` with rising precision until two runs give the same
-float64 numbers: the reference for the verdict never shares the rounding of the dtype
-under test (a cancellation such as ``exp(x) - 1`` at 1e-8 costs the precise arithmetic
-nothing once its precision is high enough). Past ``PRECISE_ELEMENTS`` elements
-``reference`` runs ``bounds.Checked``: float64 with an error bound on every element, and
-mpmath at the elements whose bound is too wide.
+Past ``PRECISE_ELEMENTS`` elements ``bounds.reference`` runs ``bounds.Checked``: float64
+with an error bound on every element, and mpmath at the elements whose bound is too wide.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import reduce
 from typing import Any, Protocol, TypeVar
 
-import mpmath
 import numpy as np
 import sympy as sp
 
@@ -32,24 +25,11 @@ from autogradcli.errors import ComputationError
 from autogradcli.reference.tables import FUNCTIONS, RELATIONS
 
 T = TypeVar("T")
-
-FIRST_BITS = 128  # about 38 digits: twice float64's, plus room
-MAX_BITS = 4096  # about 1,230 digits; past this the reference is called unstable
 PRECISE_ELEMENTS = 256  # elements evaluated precisely; beyond, float64 with error bounds
-# exp(v) past this |v| is not computed: a finite mpf of exponent HUGE_EXPONENT (or 0) stands
-# in, far past float64's range, so that it is marked huge, never taken as inf
-MAX_ARGUMENT = 2**64
-HUGE_EXPONENT = 2**80
-GROWING = ("exp", "sinh", "cosh")
-KEPT_NUMBERS = 4096  # SymPy numbers each precise arithmetic keeps as mpf
 
 
 class NoClosedForm(ComputationError):
     """SymPy's derivative contains something with no numeric value (Derivative, Subs...)."""
-
-
-class Unstable(ComputationError):
-    """Precise evaluation did not settle within ``MAX_BITS`` bits."""
 
 
 class Untrusted(ComputationError):
@@ -68,6 +48,7 @@ class Arith(Protocol):
     def isnan(self, values: Any) -> np.ndarray: ...
     def isfinite(self, values: Any) -> np.ndarray: ...
     def power(self, base: Any, exponent: Any) -> Any: ...
+    def divide(self, top: Any, bottom: Any) -> Any: ...
     def call(self, name: str, values: Any) -> Any: ...
     def heaviside(self, values: Any, at_zero: float) -> Any: ...
     def atan2(self, y: Any, x: Any) -> Any: ...
@@ -103,6 +84,9 @@ class Float64:
             return np.square(base)  # one correctly rounded product; pow() is 10x slower
         return np.power(base, exponent)
 
+    def divide(self, top: Any, bottom: Any) -> Any:
+        return np.divide(top, bottom)
+
     def call(self, name: str, values: Any) -> Any:
         return FUNCTIONS[name][0](values)
 
@@ -124,141 +108,6 @@ class Float64:
 
 
 FLOAT64 = Float64()
-
-
-class Precise:
-    """mpmath arithmetic at ``bits`` of precision over NumPy object arrays."""
-
-    dtype: Any = object
-
-    def __init__(self, bits: int) -> None:
-        self.name = f"mpmath {bits} bits"
-        self.ctx = mpmath.MPContext()
-        self.ctx.prec = bits
-        self.nan = self.ctx.mpf("nan")
-        self.inf = self.ctx.mpf("inf")
-        self.huge = self.ctx.ldexp(self.ctx.mpf(1), HUGE_EXPONENT)  # finite, past any float
-        self._funcs = {
-            name: np.frompyfunc(self._real(getattr(self.ctx, attr), attr in GROWING), 1, 1)
-            for name, (_, attr) in FUNCTIONS.items()
-        }
-        self._pow = np.frompyfunc(self._power, 2, 1)
-        self._atan2 = np.frompyfunc(self.ctx.atan2, 2, 1)
-        self._mpf = np.frompyfunc(self.ctx.mpf, 1, 1)
-        self._float = np.frompyfunc(float, 1, 1)
-        self._isnan = np.frompyfunc(self.ctx.isnan, 1, 1)
-        self._isfinite = np.frompyfunc(self.ctx.isfinite, 1, 1)
-        self._numbers: dict[sp.Expr, Any] = {}  # SymPy's numbers as mpf, made once
-
-    def _real(self, fn: Callable[[Any], Any], growing: bool) -> Callable[[Any], Any]:
-        mpf, ctx = self.ctx.mpf, self.ctx
-
-        def real(v: Any) -> Any:
-            if growing and ctx.isfinite(v) and abs(v) > MAX_ARGUMENT:
-                if v > 0 or fn is ctx.cosh:
-                    return self.huge
-                return -self.huge if fn is ctx.sinh else ctx.mpf(0)
-            result = fn(v)
-            return result if isinstance(result, mpf) else self.nan  # mpc: outside the domain
-
-        return real
-
-    def _power(self, base: Any, exponent: Any) -> Any:
-        ctx = self.ctx
-        if base == 0 and exponent < 0:
-            return self.inf  # IEEE: 0**-k is +inf
-        if ctx.isnan(base) and exponent == 0:
-            return ctx.mpf(1)  # IEEE: nan**0 is 1
-        finite = ctx.isfinite(base) and ctx.isfinite(exponent) and base != 0
-        # |log2 |base|| <= |mag(base)| + 1: the log is taken only where that bound is too big
-        if finite and abs(exponent) * (abs(ctx.mag(base)) + 1) > MAX_ARGUMENT:
-            size = abs(exponent) * abs(ctx.log(abs(base), 2))
-            if size > MAX_ARGUMENT:  # a result of more than 2**MAX_ARGUMENT: not computed
-                if (abs(base) > 1) != (exponent > 0):
-                    return ctx.mpf(0)
-                odd = base < 0 and ctx.isint(exponent) and int(exponent) % 2 == 1
-                return -self.huge if odd else self.huge
-        try:
-            result = self.ctx.power(base, exponent)
-        except ZeroDivisionError:
-            return self.inf
-        return result if isinstance(result, self.ctx.mpf) else self.nan
-
-    def number(self, value: sp.Expr) -> Any:
-        found = self._numbers.get(value)
-        if found is None:
-            if len(self._numbers) >= KEPT_NUMBERS:
-                self._numbers.clear()
-            found = self._numbers[value] = self._scalar(value)
-        return _object(found)
-
-    def _scalar(self, value: sp.Expr) -> Any:
-        ctx = self.ctx
-        if value is sp.nan:
-            return self.nan
-        if value in (sp.zoo, sp.oo):
-            return self.inf
-        if value is sp.S.NegativeInfinity:
-            return -self.inf
-        if isinstance(value, sp.Float):
-            return ctx.make_mpf(value._mpf_)
-        if isinstance(value, sp.Rational):
-            return ctx.mpf(int(value.p)) / int(value.q)
-        if isinstance(value, sp.NumberSymbol):
-            return ctx.make_mpf(value._as_mpf_val(ctx.prec))
-        return ctx.mpf(to_float(value))
-
-    def array(self, values: Any) -> np.ndarray:
-        data = np.asarray(values)
-        with np.errstate(all="ignore"):
-            if data.dtype != object:
-                data = data.astype(np.float64)
-            return np.asarray(self._mpf(data), dtype=object)
-
-    def floats(self, values: Any) -> np.ndarray:
-        data = np.asarray(values)
-        if data.dtype != object:
-            return data.astype(np.float64)
-        with np.errstate(all="ignore"):
-            return np.asarray(self._float(data), dtype=np.float64)
-
-    def isnan(self, values: Any) -> np.ndarray:
-        return np.asarray(self._isnan(np.asarray(values, dtype=object)), dtype=bool)
-
-    def isfinite(self, values: Any) -> np.ndarray:
-        return np.asarray(self._isfinite(np.asarray(values, dtype=object)), dtype=bool)
-
-    def power(self, base: Any, exponent: Any) -> Any:
-        return self._pow(base, exponent)
-
-    def call(self, name: str, values: Any) -> Any:
-        return self._funcs[name](values)
-
-    def heaviside(self, values: Any, at_zero: float) -> Any:
-        values = np.asarray(values, dtype=object)
-        one, zero = self.ctx.mpf(1), self.ctx.mpf(0)
-        step = np.where(np.asarray(values > 0, dtype=bool), one, zero)
-        step = np.where(np.asarray(values == 0, dtype=bool), self.ctx.mpf(at_zero), step)
-        return np.where(self.isnan(values), self.nan, step)
-
-    def atan2(self, y: Any, x: Any) -> Any:
-        return self._atan2(y, x)
-
-    def total(self, values: Any) -> Any:
-        return _object(self.ctx.fsum(np.asarray(values, dtype=object).reshape(-1)))
-
-    def walk(self, expr: sp.Expr, env: dict[sp.Symbol, Any]) -> Any:
-        """``expr`` over ``env`` (the tree walk)."""
-        return _walk(expr, env, self)
-
-    def check_sum(self, parts: Any, shape: tuple[int, ...]) -> None:
-        """Nothing: the precision is raised until the numbers settle (``stable``)."""
-
-
-def _object(value: Any) -> np.ndarray:
-    out = np.empty((), dtype=object)
-    out[()] = value
-    return out
 
 
 def to_float(number: sp.Expr) -> float:
@@ -329,7 +178,7 @@ class _Plan:
         self.symbols = [data for kind, data, _ in steps if kind == _SYMBOL]
         last: dict[int, int] = {}
         for k, (kind, data, args) in enumerate(steps):
-            last.update(dict.fromkeys((*args, *(data if kind == _MUL else ())), k))
+            last.update(dict.fromkeys((*args, *(data[0] if kind == _MUL else ())), k))
         self.dropped: list[list[int]] = [[] for _ in steps]
         for slot, k in last.items():
             self.dropped[k].append(slot)
@@ -344,9 +193,9 @@ class _Plan:
             elif kind == _ADD:
                 values[k] = reduce(np.add, [values[a] for a in args])
             elif kind == _MUL:
-                values[k] = self._product(
-                    [values[a] for a in args], [values[s] for s in data], arith
-                )
+                steps, bottoms = data
+                factors = [values[a] for a in args]
+                values[k] = self._product(factors, [values[s] for s in steps], bottoms, arith)
             elif kind == _POW:
                 values[k] = arith.power(values[args[0]], values[args[1]])
             elif kind == _CALL:
@@ -358,10 +207,14 @@ class _Plan:
         return values[-1]
 
     @staticmethod
-    def _product(factors: list[Any], steps: list[Any], arith: Arith) -> Any:
-        """The factors' product, 0 where a Heaviside factor's argument (``steps``) is
-        below 0 (even times inf)."""
-        product = reduce(np.multiply, factors, arith.number(sp.S.One))
+    def _product(factors: list[Any], steps: list[Any], bottoms: int, arith: Arith) -> Any:
+        """The factors' product (the last ``bottoms`` divide it, ``split_quotient``), 0
+        where a Heaviside factor's argument (``steps``) is below 0 (even times inf)."""
+        one = arith.number(sp.S.One)
+        tops = factors[: len(factors) - bottoms]
+        product = reduce(np.multiply, tops, one)
+        if bottoms:
+            product = arith.divide(product, reduce(np.multiply, factors[len(tops) :], one))
         off = reduce(np.logical_or, (np.asarray(v < 0, dtype=bool) for v in steps), np.False_)
         return np.where(off, arith.number(sp.S.Zero), product) if np.any(off) else product
 
@@ -389,13 +242,22 @@ def _plan(expr: sp.Expr) -> _Plan | None:
                 _PLANS[expr] = None
             return None
         args = () if kind in (_SYMBOL, _NUMBER) else node.args
+        rest = log1p_of(node) if kind == _CALL else None
+        if rest is not None:
+            args = (rest,)
+        if kind == _MUL:
+            tops, bottoms = split_quotient(list(args))
+            args = (*tops, *bottoms)
         if not ready and args:
             stack.append((node, True))
             stack.extend((a, False) for a in reversed(args) if a not in slots)
             continue
         data: Any = node if kind in (_SYMBOL, _NUMBER, _SPECIAL) else node.func.__name__
+        if rest is not None:
+            data = "log1p"
         if kind == _MUL:  # each Heaviside factor's argument (made before its factor)
-            data = tuple(slots[a.args[0]] for a in args if isinstance(a, sp.Heaviside))
+            heavisides = tuple(slots[a.args[0]] for a in args if isinstance(a, sp.Heaviside))
+            data = (heavisides, len(bottoms))
         slots[node] = len(steps)
         steps.append((kind, data, tuple(slots[a] for a in args)))
     plan = _Plan(steps)
@@ -423,6 +285,27 @@ def _kind(node: sp.Basic) -> int | None:
     if isinstance(node, sp.log):  # log(x, base): the walk takes it
         return None
     return _SPECIAL if isinstance(node, SPECIAL) else None
+
+
+def log1p_of(node: sp.Expr) -> sp.Expr | None:
+    """``t`` where ``node`` is ``log(1 + t)`` (SymPy writes log1p(t) so), else None:
+    the walk takes it as log1p(t), without the cancellation of 1 + t where t is small."""
+    if not isinstance(node, sp.log) or len(node.args) != 1 or not node.args[0].is_Add:
+        return None
+    terms = node.args[0].args
+    if sp.S.One not in terms:
+        return None
+    return sp.Add(*(t for t in terms if t is not sp.S.One))
+
+
+def split_quotient(factors: list[sp.Expr]) -> tuple[list[sp.Expr], list[sp.Expr]]:
+    """A product's factors as numerator and denominator: ``y**-1`` is divided by, not
+    multiplied by as a rounded reciprocal (``u/sign(u)`` stays the walk's own case)."""
+    tops, bottoms = [], []
+    for factor in factors:
+        reciprocal = factor.is_Pow and factor.exp == -1 and not isinstance(factor.base, sp.sign)
+        (bottoms if reciprocal else tops).append(factor.base if reciprocal else factor)
+    return tops, bottoms
 
 
 class _Walk:
@@ -468,6 +351,9 @@ class _Walk:
             return arith.call("sign", value(node.base.args[0]))
         if node.is_Pow:
             return arith.power(value(node.base), value(node.exp))
+        rest = log1p_of(node)
+        if rest is not None:
+            return arith.call("log1p", value(rest))
         if node.func.__name__ in FUNCTIONS and len(node.args) == 1:
             return arith.call(node.func.__name__, value(node.args[0]))
         if isinstance(node, sp.log):  # log(x, base) stays log(x)/log(base) in SymPy
@@ -517,9 +403,16 @@ class _Walk:
             np.False_,
         )
         if np.any(off):  # Heaviside(a) = 0 on a < 0: this term is 0 there, even times inf
-            return np.where(off, zero, self.product(value(a) for a in node.args))
+            tops, bottoms = split_quotient(list(node.args))
+            whole = self.product(value(a) for a in tops)
+            if bottoms:
+                whole = self.arith.divide(whole, self.product(value(b) for b in bottoms))
+            return np.where(off, zero, whole)
         deltas = [a for a in node.args if isinstance(a, sp.DiracDelta)]
-        rest = self.product(value(a) for a in node.args if a not in deltas)
+        tops, bottoms = split_quotient([a for a in node.args if a not in deltas])
+        rest = self.product(value(a) for a in tops)
+        if bottoms:  # x/y, one correctly rounded division: an integer quotient stays one
+            rest = self.arith.divide(rest, self.product(value(b) for b in bottoms))
         for delta in deltas:  # x**2*DiracDelta(x) is 0: the factor vanishes where it fires
             at = np.asarray(value(delta.args[0]) == 0, dtype=bool)
             vanishes = at & np.asarray(rest == 0, dtype=bool)
@@ -564,23 +457,3 @@ def close_floats(a: np.ndarray, b: np.ndarray, ulps: int = 2) -> bool:
         same = (a == b) | (np.isnan(a) & np.isnan(b))
         near = np.abs(a - b) <= ulps * np.spacing(np.abs(b))
     return bool(np.all(same | near))
-
-
-@functools.cache
-def precise(bits: int) -> Precise:
-    """One ``Precise`` per precision for the process (making one takes about 1.4 ms)."""
-    return Precise(bits)
-
-
-def stable(compute: Callable[[Arith], T], settled: Callable[[T, T], bool]) -> T:
-    """``compute(Precise(bits))`` for bits = 128, 256, ... until two runs in a row are
-    ``settled`` (their float64 numbers match); ``Unstable`` past ``MAX_BITS``."""
-    bits = FIRST_BITS
-    previous = compute(precise(bits))
-    while bits < MAX_BITS:
-        bits *= 2
-        current = compute(precise(bits))
-        if settled(previous, current):
-            return current
-        previous = current
-    raise Unstable("unstable", bits=MAX_BITS)

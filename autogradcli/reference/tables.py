@@ -26,6 +26,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
     "atanh": (np.arctanh, "atanh"),
     "exp": (np.exp, "exp"),
     "log": (np.log, "log"),
+    "log1p": (np.log1p, "log1p"),  # log(1 + t), as the walk takes it (evaluate.log1p_of)
     "Abs": (np.abs, "fabs"),
     "sign": (np.sign, "sign"),
     "erf": (np.vectorize(math.erf, otypes=[np.float64]), "erf"),

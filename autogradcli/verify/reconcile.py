@@ -13,8 +13,9 @@ import numpy as np
 
 from autogradcli.notes import Note
 from autogradcli.reference import Model, NumericModel
-from autogradcli.reference.evaluate import FLOAT64, Arith, Precise, precise
+from autogradcli.reference.evaluate import FLOAT64, Arith
 from autogradcli.reference.expected import Expected
+from autogradcli.reference.precise import Precise, precise
 
 if TYPE_CHECKING:
     from autogradcli.reference.components import ComponentModel
