@@ -59,7 +59,7 @@ def run_cell(bound: Bound) -> CellResult:
         atol=atol,
         events=tuple(events),
         seed=bound.seed,
-        notes=tuple(dict.fromkeys([*bound.notes, *_hook_notes(events), *path_notes(bound)])),
+        notes=tuple(dict.fromkeys([*bound.notes, *_check_notes(events), *path_notes(bound)])),
         error=error,
         rounding_bound=relative,
         strict=settings.strict,
@@ -127,10 +127,11 @@ def path_notes(bound: Bound) -> list[Note]:
     return notes
 
 
-def _hook_notes(events: list[CellEvent]) -> list[Note]:
-    """What the hooks change, said once for the cell."""
-    checks = [e.check for e in events if e.check is not None and e.check.hooks]
-    return [n for c in checks for n in c.notes if n.code == "hooks"]
+def _check_notes(events: list[CellEvent]) -> list[Note]:
+    """What the backward() checks say of the whole cell, once: what the hooks change, and
+    the inputs backward() sent no gradient (PyTorch leaves their .grad as it was)."""
+    checks = [e.check for e in events if e.check is not None]
+    return [n for c in checks for n in c.notes if n.code in ("hooks", "grad_unsent")]
 
 
 # a backward() of one form run this many times (a loop's): its first and last passes are

@@ -734,6 +734,8 @@ GRAD_NONE = {
     "flows into it, nor through it back to the tensor it was detached from",
     "functional": "torch.autograd.grad returned the gradient (the gradients table shows it) "
     "and left .grad as it was",
+    "unsent": "backward() sent it no gradient (a backward formula on the way returns none, "
+    "as the order-0 norm's does); autograd counts that as zero",
 }
 # the operation a step was made by (a Call's func) -> why its .grad is None
 GRAD_NONE_MADE_BY = {
@@ -799,6 +801,11 @@ NOTES: dict[str, str] = {
     "domain_edge_limit": "SymPy's derivative for {name} is 0/0 or 0*inf at {elements} "
     "element(s) (a domain edge such as x**y at x = 0); there its limit, by central "
     "differences in float64, is the reference",
+    "grad_unsent": "{names}: backward() sent it no gradient, though the output depends on it: "
+    "a backward formula on the way returns none (the order-0 norm's: a count of nonzero "
+    "elements, whose derivative is 0 wherever it has one), so PyTorch leaves .grad as it was "
+    "(None if nothing filled it); autograd counts a gradient never sent as zero, and so "
+    "does the check",
     "graph_not_freed": "backward() ran {repeat} times on one graph without retain_graph=True "
     "and PyTorch did not raise: no node of this graph saved a tensor for backward, so "
     "nothing was freed (a product would fail, x*x or x*2: each saves a factor; x + 2 saves "

@@ -161,6 +161,9 @@ def _pass_notes(bound: Bound, plan: Passes, autograd: Autograd) -> list[Note]:
             f"{n}.grad is {'None' if none else 'set'}" for n, none in autograd.untouched.items()
         )
         notes.append(Note("functional", {"grads": state}))
+    if autograd.unsent:
+        shown = ", ".join(bound.program.shown(n) for n in autograd.unsent)
+        notes.append(Note("grad_unsent", {"names": shown, "inputs": autograd.unsent}))
     if plan.same_graph and not plan.retain_graph and plan.repeat > 1:
         notes.append(Note("graph_not_freed", {"repeat": plan.repeat}))
     changing = [h for h in bound.program.hooks if h.body is not None]
@@ -172,13 +175,17 @@ def _pass_notes(bound: Bound, plan: Passes, autograd: Autograd) -> list[Note]:
 
 def _as_held(tensors: tuple[TensorResult, ...], autograd: Autograd) -> tuple[TensorResult, ...]:
     """Each leaf's .grad as PyTorch holds it: torch.autograd.grad (--functional) returned
-    the gradients and left .grad None (``untouched``)."""
-    return tuple(
-        replace(t, grad=None, grad_expected=None, grad_agree=None, grad_note_code="functional")
-        if autograd.untouched.get(t.name)
-        else t
-        for t in tensors
-    )
+    the gradients and left .grad None (``untouched``), as backward() does where no gradient
+    was sent (``unsent``)."""
+
+    def held(t: TensorResult) -> TensorResult:
+        code = "functional" if autograd.untouched.get(t.name) else None
+        code = "unsent" if t.name in autograd.unsent else code
+        if code is None:
+            return t
+        return replace(t, grad=None, grad_expected=None, grad_agree=None, grad_note_code=code)
+
+    return tuple(held(t) for t in tensors)
 
 
 def _no_hooks(bound: Bound, command: str) -> None:

@@ -96,6 +96,9 @@ class Autograd:
     released: bool = False  # the forward values were let go (``release``)
     hook_calls: list[Any] = field(default_factory=list)  # the program's hooks, first pass
     untouched: dict[str, bool] = field(default_factory=dict)  # --functional: .grad is None
+    # inputs the output reaches whose backward sent no gradient (PyTorch leaves .grad None;
+    # autograd counts a gradient it never sent as zero): the order-0 norm
+    unsent: tuple[str, ...] = ()
 
     def release(self) -> None:
         """Let the forward pass's values go (each operation's tensor: 40 MB apiece at 10^7
@@ -129,6 +132,7 @@ def run_passes(
     program_hooks = session.bound.program.hooks
     calls: list[Any] = []
     first_calls: list[Any] = []
+    unsent: set[str] = set()
     for index in range(1, plan.repeat + 1):
         if trace is None or not plan.same_graph:
             trace = None  # the last pass's graph goes before the next one is built
@@ -153,9 +157,9 @@ def run_passes(
                 snapshots.append({n: snapshot(g, wide) for n, g in zip(names, got, strict=True)})
             else:
                 build.backward(trace.out, session.weights(), plan.retain_graph, again)
-                _reached(session, names)
+                unsent |= _reached(session, names, trace.out)
                 wide = index == plan.repeat or (explain and index == 1)
-                snapshots.append({n: snapshot(session.leaves[n].grad, wide) for n in names})
+                snapshots.append({n: _grad_snapshot(session, n, wide) for n in names})
         except TorchError as error:
             raise build.with_changes(error, trace.changes) from None
         finally:
@@ -178,6 +182,7 @@ def run_passes(
         recorder,
         to_numpy(trace.out),
         untouched=untouched,
+        unsent=tuple(n for n in names if n in unsent),
         hook_calls=first_calls,
     )
 
@@ -205,12 +210,41 @@ def _hook(session: Session, trace: Trace, calls: list[Any], first: bool) -> None
             register(hook, tensors, calls, index)
 
 
-def _reached(session: Session, names: list[str]) -> None:
-    """Every input asked about got a .grad (one used only under detach() or no_grad gets
-    none from PyTorch)."""
+def _reached(session: Session, names: list[str], out: torch.Tensor) -> set[str]:
+    """The inputs asked about whose .grad backward() left None although the output's
+    graph reaches them (a backward formula sent no gradient: the order-0 norm). One used
+    only under detach() or no_grad is outside the graph: an error."""
+    unsent = set()
     for name in names:
-        if session.leaves[name].grad is None:
-            raise VariableError("grad_never_reached", name=session.bound.program.shown(name))
+        leaf = session.leaves[name]
+        if leaf.grad is None:
+            if not _in_graph(out, leaf):
+                raise VariableError("grad_never_reached", name=session.bound.program.shown(name))
+            unsent.add(name)
+    return unsent
+
+
+def _in_graph(out: torch.Tensor, leaf: torch.Tensor) -> bool:
+    """Whether ``leaf`` is one of the leaves ``out``'s graph accumulates into."""
+    seen: set[int] = set()
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "variable", None) is leaf:
+            return True
+        stack.extend(following for following, _ in node.next_functions)
+    return False
+
+
+def _grad_snapshot(session: Session, name: str, wide: bool) -> np.ndarray:
+    """``snapshot`` of the input's .grad; zeros where backward sent it none (``unsent``)."""
+    grad = session.leaves[name].grad
+    if grad is None:
+        return np.zeros(tuple(session.leaves[name].shape), np.float64 if wide else np.float32)
+    return snapshot(grad, wide)
 
 
 def tensor_of(trace: Trace, name: str) -> torch.Tensor:

@@ -38,9 +38,12 @@ class Ledger:
     def add(self, check: GradResult) -> None:
         """One ``backward()``: its own gradients, checked, added to the sums."""
         self.reached = set()
+        unsent = {
+            n for note in check.notes if note.code == "grad_unsent" for n in note.data["inputs"]
+        }
         for name, v in check.variables.items():
-            if not v.requires_grad or v.expected is None or v.grad is None:
-                continue
+            if not v.requires_grad or v.expected is None or v.grad is None or name in unsent:
+                continue  # backward() sent no gradient (unsent): PyTorch leaves .grad as it was
             before = self.expected.get(name)
             self.expected[name] = v.expected if before is None else before + v.expected
             with np.errstate(all="ignore"):

@@ -1,0 +1,79 @@
+"""Where backward() sends no gradient though the output depends on an input (the order-0
+norm), and rounded divisions at exact integer quotients (issue 23's long OpInfo profile)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autogradcli as ag
+from autogradcli.errors import VariableError
+from autogradcli.messages import NOTES
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["torch.linalg.vector_norm(x, 0)", "torch.linalg.norm(x, 0)", "torch.norm(x, 0)"],
+)
+def test_an_order_0_norm_gets_zero_checked_and_a_note(text: str) -> None:
+    result = ag.grad(text, {"x": np.array([1.0, -3.0, 2.0])}, dtype="float64")
+    assert result.verdict == "agree"
+    assert result.output == 3.0
+    assert result.variables["x"].grad.tolist() == [0.0, 0.0, 0.0]
+    assert result.variables["x"].expected.tolist() == [0.0, 0.0, 0.0]
+    [note] = [n for n in result.notes if n.code == "grad_unsent"]
+    assert note.data["names"] == "x"
+    assert note.data["inputs"] == ("x",)
+
+
+def test_the_inspected_grad_of_an_unsent_input_is_none_as_in_pytorch() -> None:
+    result = ag.grad("torch.norm(x, 0) * y + y", {"x": [1.0, 3.0], "y": 2.0}, inspect=True)
+    held = {t.name: t for t in result.tensors}
+    assert held["x"].grad is None
+    assert held["x"].grad_note_code == "unsent"
+    assert held["y"].grad == 3.0
+    assert [n.data["names"] for n in result.notes if n.code == "grad_unsent"] == ["x"]
+
+
+def test_an_input_only_under_detach_is_still_refused() -> None:
+    with pytest.raises(VariableError) as caught:
+        ag.grad("x.detach() * 2 + y", {"x": 1.0, "y": 2.0})
+    assert caught.value.code == "grad_never_reached"
+
+
+def test_a_cell_leaves_the_grad_none_and_says_why() -> None:
+    cell = (
+        "import torch\n"
+        "x = torch.tensor([1.0, 0.0, 2.0], requires_grad=True)\n"
+        "y = torch.linalg.vector_norm(x, 0)\n"
+        "y.backward()\n"
+        "print(x.grad)\n"
+    )
+    result = ag.grad(cell)
+    assert result.verdict == "agree"
+    [shown] = result.events[-1].shown
+    assert shown.text == "x.grad" and shown.value is None
+    assert "grad_unsent" in [n.code for n in result.notes]
+
+
+def test_the_note_says_what_pytorch_does() -> None:
+    text = NOTES["grad_unsent"].format(names="x")
+    assert "leaves .grad as it was (None if nothing filled it)" in text
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_a_rounded_division_at_exact_integer_quotients_settles(mode: str) -> None:
+    """x/y of equal numbers is exactly ±1: divided, not multiplied by a rounded 1/y (which
+    put floor's argument on either side of 1 as the precision rose, for ever)."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([np.pi, -np.pi, 3.141582653589793, 1e-3], 16)
+    x = y * rng.choice([1.0, -1.0, 2.0, -4.0], size=y.size)  # exact products
+    result = ag.grad(
+        f"torch.div(x, y, rounding_mode='{mode}')",
+        {"x": x, "y": y},
+        dtype="float64",
+        weights="ones",
+    )
+    assert result.verdict == "agree"
+    want = np.floor(x / y) if mode == "floor" else np.trunc(x / y)
+    assert np.array_equal(result.output_expected, want)
