@@ -77,3 +77,36 @@ def test_a_rounded_division_at_exact_integer_quotients_settles(mode: str) -> Non
     assert result.verdict == "agree"
     want = np.floor(x / y) if mode == "floor" else np.trunc(x / y)
     assert np.array_equal(result.output_expected, want)
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_a_rounded_division_jumps_at_an_integer_quotient_and_says_so(mode: str) -> None:
+    """At 6/3 the function jumps: no derivative, the element is left out and the note names
+    the division; at 1.5/1 (no jump) PyTorch's 0 is checked. SymPy's derivative is
+    DiracDelta(q - floor(q)) there, infinite at the point with 0 on both sides."""
+    x, y = np.array([6.0, 1.5, -3.0]), np.array([3.0, 1.0, 2.0])
+    result = ag.grad(
+        f"torch.div(x, y, rounding_mode='{mode}')",
+        {"x": x, "y": y},
+        dtype="float64",
+        weights="ones",
+    )
+    assert result.verdict == "agree"
+    grad = result.variables["x"]
+    assert grad.grad.tolist() == [0.0, 0.0, 0.0]
+    assert np.isinf(grad.expected[0]) and grad.expected[1] == 0.0
+    [note] = grad.notes
+    assert note.code == "kink"
+    assert note.data["codes"] == ["div_rounded"] and note.data["excluded"] == 1
+
+
+def test_a_number_divides_a_rounded_division_exactly() -> None:
+    """6 / 3.0 is 2: SymPy's 0.333333333333333*x would floor to 1."""
+    result = ag.grad(
+        "torch.div(x, 3.0, rounding_mode='floor')",
+        {"x": [6.0, 7.5]},
+        dtype="float64",
+        weights="ones",
+    )
+    assert result.output_expected.tolist() == [2.0, 2.0]
+    assert result.verdict == "agree"

@@ -259,12 +259,14 @@ def transpose(sp: ModuleType, np: ModuleType, a: ndarray, dim0: int, dim1: int) 
 
 @functools.cache
 def _flat_floor(sp: ModuleType) -> type:
-    """SymPy's floor with the derivative PyTorch gives a rounded division: 0 (its jumps
-    aside, where it has none); named ``floor`` so the evaluator computes it as such."""
+    """SymPy's floor with the derivative of a rounded division: 0 between its jumps, where
+    PyTorch's is 0 too, and ``DiracDelta(q - floor(q))`` marking each jump (q an
+    integer: no derivative there, a kink site the check leaves out); named ``floor`` so
+    the evaluator computes it as such."""
 
     class floor(sp.floor):  # type: ignore[name-defined,misc]
         def fdiff(self, argindex: int = 1) -> sympy.Expr:
-            return sp.S.Zero
+            return sp.DiracDelta(self.args[0] - self)
 
     return floor
 
@@ -275,7 +277,8 @@ def rounded_div(
     """``torch.div(a, b, rounding_mode=)``: a/b rounded down ('floor') or toward 0
     ('trunc'); piecewise constant, so its derivative is 0 (PyTorch's too)."""
     step = _flat_floor(sp)
-    q = a / b
+    # a number divides exactly: SymPy would round 1/3.0 to 15 digits (6/3.0 floored to 1)
+    q = a / (sp.Rational(b) if isinstance(b, sp.Float) else b)
     if rounding_mode == "floor":
         return step(q)
     return sp.Piecewise((step(q), q >= 0), (-step(-q), True))

@@ -62,6 +62,8 @@ ENTRIES: tuple[Op, ...] = (
         spelled=(),  # torch.floor_divide has no derivative in PyTorch: not this entry
         note="a/b rounded down ('floor') or toward 0 ('trunc'): its derivative is 0 "
         "(PyTorch's too), undefined at each jump",
+        kink="div with rounding_mode jumps where a/b is an integer: no derivative there",
+        kink_atoms=("DiracDelta",),
     ),
     Op(
         "pow",

@@ -299,10 +299,15 @@ def log1p_of(node: sp.Expr) -> sp.Expr | None:
 
 
 def split_quotient(factors: list[sp.Expr]) -> tuple[list[sp.Expr], list[sp.Expr]]:
-    """A product's factors as numerator and denominator: ``y**-1`` is divided by, not
-    multiplied by as a rounded reciprocal (``u/sign(u)`` stays the walk's own case)."""
+    """A product's factors as numerator and denominator: ``y**-1`` (and a fraction's
+    denominator) is divided by, not multiplied by as a rounded reciprocal (``u/sign(u)``
+    stays the walk's own case)."""
     tops, bottoms = [], []
     for factor in factors:
+        if isinstance(factor, sp.Rational) and factor.q != 1:  # x/3: divided by 3
+            tops.append(sp.Integer(factor.p))
+            bottoms.append(sp.Integer(factor.q))
+            continue
         reciprocal = factor.is_Pow and factor.exp == -1 and not isinstance(factor.base, sp.sign)
         (bottoms if reciprocal else tops).append(factor.base if reciprocal else factor)
     return tops, bottoms

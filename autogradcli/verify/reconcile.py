@@ -134,6 +134,10 @@ def decide(left: np.ndarray, right: np.ndarray, mask: np.ndarray, values: np.nda
     with np.errstate(all="ignore"):
         near = np.abs(left - right) <= SIDES_RTOL * np.maximum(np.abs(left), np.abs(right))
         same = decided & ((left == right) | near)
+        # finite sides but an infinite derivative at the point (a DiracDelta fires: the
+        # function jumps, as a rounded division at an integer quotient): no derivative
+        jump = same & np.isfinite(left) & np.isinf(values)
+        decided, same = decided & ~jump, same & ~jump
         real = decided & ~same
         low, high = np.fmin(left, right), np.fmax(left, right)
         inside = np.clip(np.where(np.isnan(values), 0.0, values), low, high)
