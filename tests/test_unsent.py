@@ -61,6 +61,12 @@ def test_the_note_says_what_pytorch_does() -> None:
     assert "leaves .grad as it was (None if nothing filled it)" in text
 
 
+def rounded(mode: str, x: np.ndarray, y: np.ndarray) -> ag.GradResult:
+    """``torch.div(x, y, rounding_mode=mode)`` in float64, every element's gradient."""
+    text = f"torch.div(x, y, rounding_mode='{mode}')"
+    return ag.grad(text, {"x": x, "y": y}, dtype="float64", weights="ones")
+
+
 @pytest.mark.parametrize("mode", ["floor", "trunc"])
 def test_a_rounded_division_at_exact_integer_quotients_settles(mode: str) -> None:
     """x/y of equal numbers is exactly ±1: divided, not multiplied by a rounded 1/y (which
@@ -68,12 +74,7 @@ def test_a_rounded_division_at_exact_integer_quotients_settles(mode: str) -> Non
     rng = np.random.default_rng(0)
     y = np.repeat([np.pi, -np.pi, 3.141582653589793, 1e-3], 16)
     x = y * rng.choice([1.0, -1.0, 2.0, -4.0], size=y.size)  # exact products
-    result = ag.grad(
-        f"torch.div(x, y, rounding_mode='{mode}')",
-        {"x": x, "y": y},
-        dtype="float64",
-        weights="ones",
-    )
+    result = rounded(mode, x, y)
     assert result.verdict == "agree"
     want = np.floor(x / y) if mode == "floor" else np.trunc(x / y)
     assert np.array_equal(result.output_expected, want)
@@ -85,12 +86,7 @@ def test_a_rounded_division_jumps_at_an_integer_quotient_and_says_so(mode: str) 
     the division; at 1.5/1 (no jump) PyTorch's 0 is checked. SymPy's derivative is
     DiracDelta(q - floor(q)) there, infinite at the point with 0 on both sides."""
     x, y = np.array([6.0, 1.5, -3.0]), np.array([3.0, 1.0, 2.0])
-    result = ag.grad(
-        f"torch.div(x, y, rounding_mode='{mode}')",
-        {"x": x, "y": y},
-        dtype="float64",
-        weights="ones",
-    )
+    result = rounded(mode, x, y)
     assert result.verdict == "agree"
     grad = result.variables["x"]
     assert grad.grad.tolist() == [0.0, 0.0, 0.0]
