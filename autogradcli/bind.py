@@ -15,8 +15,8 @@ from autogradcli.errors import UnknownVariableError, VariableError
 from autogradcli.lang.analysis import class_targets
 from autogradcli.lang.display import display_names
 from autogradcli.lang.parser import parse_expression
-from autogradcli.lang.program import caret_power
 from autogradcli.lang.shapes import Shape, infer_shape
+from autogradcli.lang.syntax import caret_power
 from autogradcli.lang.tree import Backward, Leaf, Name, Node, Program, Show, Step, walk
 from autogradcli.lang.values import (
     Constructed,
@@ -148,8 +148,8 @@ class _Program:
 
     def lifted(self, node: Any) -> None:
         """Constructors inside an expression, read before the expression's shape is."""
-        if node is None or isinstance(node, str):
-            return
+        if node is None or isinstance(node, str) or len(self.made) == len(self.program.leaves):
+            return  # no value the program defines is left to read (a plain program's case)
         for part in walk(node):
             if isinstance(part, Name) and part.id not in self.made:
                 leaf = self.program.leaf(part.id)

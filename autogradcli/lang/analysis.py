@@ -25,6 +25,9 @@ from autogradcli.lang.vocabulary import CONSTANTS, KINKED, OPS, definition
 from autogradcli.settings import Limits
 
 MAX_INT_BITS = 1024  # integer constants stay below the float range
+# Rounding steps counted at most: past the bound's largest band in every dtype (2**60 unit
+# roundoffs); a step that uses the one before twice doubles the count (2**1024 overflows)
+MANY_STEPS = 2**60
 
 
 def constant_binary(op: str, left: NumberValue, right: NumberValue) -> NumberValue:
@@ -88,8 +91,28 @@ class _Recorded(_Constant):
         return value
 
 
+class _Exponents(_Constant):
+    """``_Constant`` that notes whether a power of a variable base has a constant
+    exponent past ``limit`` (then ``check_constants`` finds the first, as written)."""
+
+    def __init__(self, limit: float) -> None:
+        super().__init__()
+        self.limit, self.over = limit, False
+
+    def binary(
+        self, node: Binary, left: NumberValue | None, right: NumberValue | None
+    ) -> NumberValue | None:
+        if node.op == "**" and left is None and right is not None and abs(right) > self.limit:
+            self.over = True
+        return super().binary(node, left, right)
+
+
 def check_constants(root: Node, limits: Limits) -> None:
     """Compute every constant subtree (with size checks) and bound the exponents."""
+    exponents = _Exponents(limits.max_exponent)
+    exponents(root)
+    if not exponents.over:  # one walk where nothing is past the limit (every line's case)
+        return
     found = _Recorded()
     found(root)
     for node in walk(root):
@@ -255,12 +278,12 @@ def rounding_steps(expression: Program, shapes: dict[str, tuple[int, ...]], limi
     counts: dict[str, int] = {}
     for step in expression.steps:
         fold.record(step.node)
-        counts[step.name] = fold.within(step.node, counts)
+        counts[step.name] = min(fold.within(step.node, counts), MANY_STEPS)
     fold.record(expression.root)
     steps = fold.within(expression.root, counts)
     out = math.prod(infer_shape(expression.root, shapes, limits))
     spread = max((out // max(math.prod(shapes[n]), 1) for n in expression.variables), default=1)
-    return steps + reduction_steps(spread)
+    return min(steps + reduction_steps(spread), MANY_STEPS)
 
 
 def class_targets(expression: Program, shapes: dict[str, tuple[int, ...]]) -> set[str]:

@@ -40,6 +40,7 @@ from autogradcli.lang.syntax import (
     method_of,
     owner_of,
     statement_text,
+    survey,
     truth,
 )
 from autogradcli.lang.text import source_segment
@@ -114,7 +115,7 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines, FlowLi
     free: list[str] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)
     used: set[str] = field(default_factory=set)
-    idents: set[str] = field(default_factory=set)
+    idents: set[str] = field(default_factory=set)  # the names the text uses (survey)
     lifted: int = 0
     seed: int | None = None
     root: Node | None = None
@@ -163,34 +164,14 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines, FlowLi
 
     def resolve(self, node: Node) -> Node:
         """A converted tree with each written name replaced by its current binding."""
-        builder = self
-
-        class _Current(Rebuild):
-            def name(self, found: Name) -> Node:
-                if found.id in builder.leaves and found.id not in builder.current:
-                    return found  # a constructor lifted out of the expression
-                base, dot, attr = found.id.partition(".")
-                if base in builder.current:
-                    target = builder.current[base]
-                    if target == UNBOUND:
-                        raise ExpressionError("unbound_local", name=base)
-                    builder.used.add(target)
-                    return Name(f"{target}{dot}{attr}")
-                if dot:
-                    raise ExpressionError("read_unknown", name=base, text=found.id)
-                constant = found.id in CONSTANTS and found.id not in builder.given
-                if not constant and found.id not in builder.free:
-                    builder.free.append(found.id)
-                return found
-
-        return _Current()(node)
+        return _Current(self)(node)
 
     def converter(self, readable: bool = False) -> Converter:
         return Converter(self.limits, self.namespaces, self.lift, readable)
 
     def expression(self, node: ast.AST, readable: bool = False) -> Node:
         node = self.custom_calls(node)  # NAME.apply(x), P3(x): a custom Function's entry
-        for part in ast.walk(node):
+        for part in ast.walk(node) if self.functions else ():
             called = part.func if isinstance(part, ast.Call) else None
             if isinstance(called, ast.Name) and called.id in self.functions:
                 raise ExpressionError("function_not_hook", name=called.id)
@@ -468,7 +449,6 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines, FlowLi
 
     def build(self, module: ast.Module, lines: Iterable[Any] | None = None) -> Program:
         """The program of ``module``'s lines (``lines``: a cell's, unrolled as they come)."""
-        self.idents = {n.id for n in ast.walk(module) if isinstance(n, ast.Name)}
         body = module.body
         end = _place(body[-1]) if body else None
         try:
@@ -537,25 +517,58 @@ class _Builder(InPlaceLines, HookLines, Renames, CustomLines, PrintLines, FlowLi
                 raise ExpressionError("step_unused", name=self.names.get(step.name, step.name))
 
 
+class _Current(Rebuild):
+    """``_Builder.resolve``: each written name as the step or leaf it is bound to now."""
+
+    def __init__(self, builder: _Builder) -> None:
+        super().__init__()
+        self.builder = builder
+
+    def name(self, found: Name) -> Node:
+        builder = self.builder
+        if found.id in builder.leaves and found.id not in builder.current:
+            return found  # a constructor lifted out of the expression
+        base, dot, attr = found.id.partition(".")
+        if base in builder.current:
+            target = builder.current[base]
+            if target == UNBOUND:
+                raise ExpressionError("unbound_local", name=base)
+            builder.used.add(target)
+            return Name(f"{target}{dot}{attr}")
+        if dot:
+            raise ExpressionError("read_unknown", name=base, text=found.id)
+        constant = found.id in CONSTANTS and found.id not in builder.given
+        if not constant and found.id not in builder.free:
+            builder.free.append(found.id)
+        return found
+
+
 def parse_program(text: str, limits: Limits, given: frozenset[str] = frozenset()) -> Program:
     """Parse an expression, a program of named steps, or a notebook cell. A cell (it calls
     backward() or print(...)) is PyTorch code and means what Python means: ``^`` is
     bitwise xor, ``np.f``/``math.f`` of a tensor do what NumPy and ``math`` do. In an
     expression ``^`` is power and ``np.``/``math.`` name the same functions as ``torch.``."""
     first = module_of(text, limits, caret_power=False)
-    cell = _looks_like_cell(first)
+    cell, idents = survey(first)
     same = cell or "^" not in text  # then the first parse is the one to build (read once)
-    program = _build(text, limits, given, cell, first if same else None)  # a Branch: a cell
+    program = _build(text, limits, given, cell, (first, idents) if same else None)
     if program.is_cell != cell:
         program = _build(text, limits, given, program.is_cell)
     return program
 
 
 def _build(
-    text: str, limits: Limits, given: frozenset[str], cell: bool, parsed: ast.Module | None = None
+    text: str,
+    limits: Limits,
+    given: frozenset[str],
+    cell: bool,
+    parsed: tuple[ast.Module, set[str]] | None = None,
 ) -> Program:
-    module = parsed if parsed is not None else module_of(text, limits, caret_power=not cell)
-    builder = _Builder(text, limits, given, cell=cell, oracle=PATH_ORACLE.get())
+    """The program of the text read as a cell or not (``parsed``: its tree, and its names,
+    already read); a Branch where a cell stops at a tensor condition."""
+    module = parsed[0] if parsed else module_of(text, limits, caret_power=not cell)
+    idents = parsed[1] if parsed else survey(module)[1]
+    builder = _Builder(text, limits, given, cell=cell, oracle=PATH_ORACLE.get(), idents=idents)
     if not cell:
         return builder.build(module)
     # Python's numbers, loops, ifs and functions around the tensors, read as they come
@@ -574,27 +587,3 @@ def _build(
 
 def _place(stmt: ast.stmt) -> tuple[int, int]:
     return (stmt.lineno, stmt.col_offset)
-
-
-def _looks_like_cell(module: ast.Module) -> bool:
-    """Whether the text calls backward() or print(...) (what makes a cell)."""
-    for node in ast.walk(module):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "backward":
-                return True
-            if isinstance(func, ast.Name) and func.id == "print":
-                return True
-    return False
-
-
-def caret_power(text: str) -> bool:
-    """Whether an expression's text writes ``^`` outside strings (read there as ``**``)."""
-    import io
-    import tokenize
-
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return "^" in text
-    return any(t.type == tokenize.OP and t.string in ("^", "^=") for t in tokens)

@@ -4,6 +4,8 @@ text, ``None``, ``print(...)``, a string, a method's owner, a flag's value."""
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 
 from autogradcli.errors import ExpressionError
 
@@ -65,3 +67,37 @@ def keyword_flag(node: ast.Call, name: str) -> bool:
         if keyword.arg == name:
             return truth(keyword.value, ast.unparse(node))
     return False
+
+
+def survey(module: ast.AST) -> tuple[bool, set[str]]:
+    """Whether the text calls backward() or print(...) (what makes a cell), and every
+    name it reads or writes: one walk of every node (as ``ast.walk``, in half its time:
+    a long program's text is walked whole)."""
+    cell, idents = False, set()
+    stack = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            idents.add(node.id)
+        elif isinstance(node, ast.Call) and not cell:
+            func = node.func
+            backward = isinstance(func, ast.Attribute) and func.attr == "backward"
+            cell = backward or (isinstance(func, ast.Name) and func.id == "print")
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                stack.append(value)
+            elif type(value) is list:
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+    return cell, idents
+
+
+def caret_power(text: str) -> bool:
+    """Whether an expression's text writes ``^`` outside strings (read there as ``**``)."""
+    if "^" not in text:  # no token to look for (a long program is not tokenized)
+        return False
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return "^" in text
+    return any(t.type == tokenize.OP and t.string in ("^", "^=") for t in tokens)

@@ -271,14 +271,15 @@ class Program:
 
 def operands(node: Node) -> list[Node]:
     """The inputs of one operation of the tree, left to right."""
-    if isinstance(node, Binary):
-        return [node.left, node.right]
-    if isinstance(node, Unary):
-        return [node.operand]
-    if isinstance(node, Call):
-        return list(node.args)
-    if isinstance(node, Index):
-        return [node.value]
+    kind = type(node)
+    if kind is Binary:
+        return [node.left, node.right]  # type: ignore[union-attr]
+    if kind is Call:
+        return list(node.args)  # type: ignore[union-attr]
+    if kind is Unary:
+        return [node.operand]  # type: ignore[union-attr]
+    if kind is Index:
+        return [node.value]  # type: ignore[union-attr]
     return []
 
 
@@ -322,31 +323,43 @@ class Fold(Generic[T]):
         """Fold ``node`` bottom up, operands left to right, with an explicit stack (no
         recursion: a chain of a thousand ``+`` is as safe as one)."""
         results: list[T] = []
-        stack: list[tuple[Node, bool]] = [(node, False)]
+        # node, -1: not entered yet; node, k: its k operands' values are on ``results``
+        # (two entries, not a tuple: no object made per node for the collector to track)
+        stack: list[Any] = [node, -1]
+        enter, apply = self.enter, self.apply
+        leave = None if type(self).leave is Fold.leave else self.leave  # None: records nothing
+        push, pop, keep = stack.append, stack.pop, results.append
         while stack:
-            current, ready = stack.pop()
-            if ready:
-                count = len(operands(current))
-                values = results[len(results) - count :]
-                del results[len(results) - count :]
-                results.append(self.leave(current, self.apply(current, values)))
+            count = pop()
+            current = pop()
+            if count >= 0:
+                values = results[-count:] if count else []
+                if count:
+                    del results[-count:]
+                value = apply(current, values)
+                keep(value if leave is None else leave(current, value))
                 continue
-            early = self.enter(current)
+            early = enter(current)
             if early is not _OPEN:
-                results.append(self.leave(current, early))  # type: ignore[arg-type]
+                keep(early if leave is None else leave(current, early))  # type: ignore[arg-type]
                 continue
-            stack.append((current, True))
-            stack.extend((child, False) for child in reversed(operands(current)))
+            children = operands(current)
+            push(current)
+            push(len(children))
+            for child in reversed(children):
+                push(child)
+                push(-1)
         return results[0]
 
     def enter(self, node: Node) -> T | object:
         """A node's value before its operands are folded (a number, a name), or ``_OPEN``
         to fold its operands first. Subclasses that replace a whole subtree override it."""
-        if isinstance(node, Num):
-            return self.num(node)
-        if isinstance(node, Name):
-            bound = getattr(self, "_bound", None)
-            return bound[node.id] if bound and node.id in bound else self.name(node)
+        kind = type(node)
+        if kind is Name:
+            bound = self.__dict__.get("_bound")
+            return bound[node.id] if bound and node.id in bound else self.name(node)  # type: ignore[union-attr]
+        if kind is Num:
+            return self.num(node)  # type: ignore[arg-type]
         return _OPEN
 
     def leave(self, node: Node, value: T) -> T:
@@ -355,25 +368,28 @@ class Fold(Generic[T]):
 
     def apply(self, node: Node, values: list[T]) -> T:
         """One operation on values its operands already have (the only dispatch on kinds)."""
-        if isinstance(node, Unary):
-            return self.unary(node, values[0])
-        if isinstance(node, Binary):
-            return self.binary(node, values[0], values[1])
-        if isinstance(node, Call):
-            definition = self.expansion(node, [Name(f"#{k}") for k in range(len(values))])
+        kind = type(node)
+        if kind is Binary:
+            return self.binary(node, values[0], values[1])  # type: ignore[arg-type]
+        if kind is Unary:
+            return self.unary(node, values[0])  # type: ignore[arg-type]
+        if kind is Call:
+            if type(self).expansion is Fold.expansion:  # no definitions: no placeholders
+                return self.call(node, values)  # type: ignore[arg-type]
+            definition = self.expansion(node, [Name(f"#{k}") for k in range(len(values))])  # type: ignore[arg-type]
             if definition is None:
-                return self.call(node, values)
+                return self.call(node, values)  # type: ignore[arg-type]
             return self.within(
                 definition, dict(zip((f"#{k}" for k in range(len(values))), values, strict=True))
             )
-        if isinstance(node, Index):
-            return self.index(node, values[0])
+        if kind is Index:
+            return self.index(node, values[0])  # type: ignore[arg-type]
         raise TypeError(f"not an operation: {node!r}")
 
     def within(self, node: Node, bound: dict[str, T]) -> T:
         """Fold ``node`` with some names standing for values already folded."""
         saved = getattr(self, "_bound", {})
-        self._bound = {**saved, **bound}
+        self._bound = {**saved, **bound} if saved else bound  # read only: no copy needed
         try:
             return self.visit(node)
         finally:
@@ -404,7 +420,8 @@ class Fold(Generic[T]):
 
 class Rebuild(Fold[Node]):
     """A fold that makes a new tree: each node with its operands replaced (the same node
-    where nothing below it changed). Subclasses change what ``visit`` or ``rebuilt`` gives."""
+    where nothing below it changed, made only where something did). Subclasses change
+    what ``enter``, ``name`` or ``visit`` gives."""
 
     def num(self, node: Num) -> Node:
         return node
@@ -413,20 +430,20 @@ class Rebuild(Fold[Node]):
         return node
 
     def unary(self, node: Unary, operand: Node) -> Node:
-        return self.rebuilt(node, Unary(node.op, operand), [operand])
+        return node if operand is node.operand else Unary(node.op, operand)
 
     def binary(self, node: Binary, left: Node, right: Node) -> Node:
-        return self.rebuilt(node, Binary(node.op, left, right), [left, right])
+        if left is node.left and right is node.right:
+            return node
+        return Binary(node.op, left, right)
 
     def call(self, node: Call, args: list[Node]) -> Node:
-        return self.rebuilt(node, Call(node.func, tuple(args), node.params), args)
+        if all(a is b for a, b in zip(args, node.args, strict=True)):
+            return node
+        return Call(node.func, tuple(args), node.params)
 
     def index(self, node: Index, value: Node) -> Node:
-        return self.rebuilt(node, Index(value, node.items), [value])
-
-    def rebuilt(self, old: Node, new: Node, children: list[Node]) -> Node:
-        same = all(a is b for a, b in zip(children, operands(old), strict=True))
-        return old if same else new
+        return node if value is node.value else Index(value, node.items)
 
     def program(self, expression: Program, **changes: object) -> Program:
         """The whole program rebuilt: every step and the output."""

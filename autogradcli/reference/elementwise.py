@@ -49,6 +49,8 @@ from autogradcli.settings import Limits
 # that uses the one before twice doubles it); past them it is not written (None).
 TEXT_STEPS = 32
 TEXT_NODES = 2_000
+Env = dict[Any, Any]  # numbers by symbol; Kept: a pass's ``_local`` of each step's pattern
+Kept = dict[Binding, Env]
 
 
 def stepwise(expression: Program) -> bool:
@@ -100,6 +102,7 @@ class _Pass:
     kinks: dict[str, np.ndarray] | None = None
     notes: dict[str, set[str]] = field(default_factory=dict)
     names: dict[sp.Symbol, str] = field(default_factory=dict)  # the inputs wanted, by symbol
+    locals: Kept = field(default_factory=dict)  # the steps' ``_local`` numbers, made once
 
 
 class _Terms(ChainTerms):
@@ -221,17 +224,20 @@ class SymbolicModel:
             return block.binding.order
         return tuple(sorted(block.expr.free_symbols, key=str))
 
-    def _local(self, block: Block, env: dict[sp.Symbol, Any], arith: Arith) -> dict[Any, Any]:
+    def _local(self, block: Block, env: Env, arith: Arith, kept: Kept) -> Env:
         """The numbers a block's terms are evaluated at: ``env``, or for a pattern's step
-        its symbols' values (its inputs' and its constants', exact as written)."""
-        if block.binding is None:
-            return env
-        pattern, constants = block.binding.pattern, block.binding.constants
-        local = {p: env[s] for p, s in zip(pattern.names, block.binding.inputs, strict=True)}
+        its symbols' values (its inputs' and its constants', exact as written), kept in
+        ``kept`` for the pass over ``env`` (a block's inputs, once there, do not change)."""
+        binding = block.binding
+        if binding is None or binding in kept:
+            return env if binding is None else kept[binding]
+        pattern, constants = binding.pattern, binding.constants
+        local = {p: env[s] for p, s in zip(pattern.names, binding.inputs, strict=True)}
         for param, value in zip(pattern.params, constants, strict=True):
             if (arith, value) not in self._constants:
                 self._constants[(arith, value)] = arith.array(value)
             local[param] = self._constants[(arith, value)]
+        kept[binding] = local
         return local
 
     def _path_calls(self, name: str) -> set[str]:
@@ -369,7 +375,7 @@ class SymbolicModel:
         def compute(arith: Arith) -> tuple[np.ndarray, np.ndarray]:
             env = {self.symbols[n]: arith.array(v) for n, v in values.items()}
             with np.errstate(all="ignore"):
-                self._reduce_all(expr, env, arith)
+                self._reduce_all(expr, env, arith, {})
             return in_range(arith, np.broadcast_to(evaluate(expr, env, arith), shape))
 
         size = self._size(values, shape)
@@ -413,8 +419,9 @@ class SymbolicModel:
     ) -> Expected:
         env = {self.symbols[n]: arith.array(v) for n, v in values.items()}
         ordered = [n for n in self.expression.variables if n in differentiate]
+        kept: Kept = {}
         with np.errstate(all="ignore"):
-            self._reduce_all(self.output.expr, env, arith)
+            self._reduce_all(self.output.expr, env, arith, kept)
         output = np.broadcast_to(evaluate(self.output.expr, env, arith), self.output.shape)
         grads: dict[str, Any] = dict.fromkeys(ordered)  # None: nothing added yet (0)
         kinks = {n: np.zeros(self.shapes[n], dtype=bool) for n in ordered}
@@ -423,7 +430,7 @@ class SymbolicModel:
         self._exact_zeros = exact_zeros
         self._marked = set()
         names = {s: n for n, s in self.symbols.items() if n in differentiate}
-        run = _Pass(env, grads, differentiate, arith, kinks, notes, names)
+        run = _Pass(env, grads, differentiate, arith, kinks, notes, names, kept)
         with np.errstate(all="ignore"):
             self._vjp(self.output, upstream, run)
         for name, grad in grads.items():
@@ -442,14 +449,14 @@ class SymbolicModel:
                     stack.append(self._inputs(self.reductions[symbol]))
         return found
 
-    def _reduce_all(self, expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> None:
+    def _reduce_all(self, expr: sp.Expr, env: Env, arith: Arith, kept: Kept) -> None:
         """Evaluate every block under ``expr`` (reductions, steps), innermost first, into
         ``env``: in the order the blocks were made, each after those it uses (within
         ``np.errstate(all="ignore")``)."""
         needed = self._under(expr)
         for symbol, block in self.reductions.items():
             if symbol in needed and symbol not in env:
-                local = self._local(block, env, arith)
+                local = self._local(block, env, arith, kept)
                 inner = _shaped(evaluate_quiet(block.expr, local, arith), block.shape)
                 if block.kind in ("detach", "step"):  # the values themselves
                     env[symbol] = inner
@@ -482,7 +489,8 @@ class SymbolicModel:
         reaches each block it uses added to ``pending`` (a step's elementwise, reduced to
         its shape; a reduction's summed)."""
         env, arith, names, kinks = run.env, run.arith, run.names, run.kinks
-        zero, local_env = arith.number(sp.S.Zero), self._local(block, env, arith)
+        local_env = self._local(block, env, arith, run.locals)
+        zero = arith.number(sp.S.Zero) if self._exact_zeros else None
         for symbol in self._inputs(block):  # a fixed order of sums
             if symbol not in names and symbol not in self.reductions:
                 continue
