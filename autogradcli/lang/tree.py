@@ -322,6 +322,55 @@ class Fold(Generic[T]):
     def visit(self, node: Node) -> T:
         """Fold ``node`` bottom up, operands left to right, with an explicit stack (no
         recursion: a chain of a thousand ``+`` is as safe as one)."""
+        fold = type(self)
+        if fold.enter is not Fold.enter or fold.apply is not Fold.apply:
+            return self._visit(node)
+        # ``enter`` and ``apply`` as Fold writes them, inlined (a long program is folded
+        # a dozen times over, node by node): the same calls in the same order
+        results: list[T] = []
+        stack: list[Any] = [node, -1]  # node, -1: not entered; node, k: k operands folded
+        push, pop, keep = stack.append, stack.pop, results.append
+        leave = None if fold.leave is Fold.leave else self.leave  # None: records nothing
+        bound = self.__dict__.get("_bound")
+        expands = fold.expansion is not Fold.expansion
+        while stack:
+            count = pop()
+            current = pop()
+            kind = type(current)
+            if count >= 0:
+                if kind is Binary:
+                    right = results.pop()
+                    value = self.binary(current, results.pop(), right)
+                elif kind is Unary:
+                    value = self.unary(current, results.pop())
+                elif kind is Call and not expands:
+                    values = results[-count:] if count else []
+                    del results[len(results) - count :]
+                    value = self.call(current, values)
+                elif kind is Index:
+                    value = self.index(current, results.pop())
+                else:
+                    values = results[-count:] if count else []
+                    del results[len(results) - count :]
+                    value = self.apply(current, values)
+            elif kind is Name:
+                found = bound is not None and current.id in bound
+                value = bound[current.id] if found else self.name(current)  # type: ignore[index]
+            elif kind is Num:
+                value = self.num(current)
+            else:
+                children = operands(current)
+                push(current)
+                push(len(children))
+                for child in reversed(children):
+                    push(child)
+                    push(-1)
+                continue
+            keep(value if leave is None else leave(current, value))
+        return results[0]
+
+    def _visit(self, node: Node) -> T:
+        """``visit`` for a fold that overrides ``enter`` or ``apply``."""
         results: list[T] = []
         # node, -1: not entered yet; node, k: its k operands' values are on ``results``
         # (two entries, not a tuple: no object made per node for the collector to track)
@@ -334,8 +383,7 @@ class Fold(Generic[T]):
             current = pop()
             if count >= 0:
                 values = results[-count:] if count else []
-                if count:
-                    del results[-count:]
+                del results[len(results) - count :]
                 value = apply(current, values)
                 keep(value if leave is None else leave(current, value))
                 continue
