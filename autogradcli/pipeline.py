@@ -23,6 +23,7 @@ from autogradcli.notes import Note
 from autogradcli.policy.compare import compare
 from autogradcli.policy.verdict import UNCHECKED, rounding_relative
 from autogradcli.reference import Model, NumericModel, Reference, exact_or_none, known
+from autogradcli.reference.beside import Beside, overlapped
 from autogradcli.reference.chain import model_chain
 from autogradcli.reference.choice import choose
 from autogradcli.reference.hooked import HookedModel, hooked
@@ -83,10 +84,16 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     check_grad(bound, plan.repeat, request.explain, every)
     session = start(bound)
     retained = list(request.retained)
-    autograd = run_passes(session, plan, retained, request.explicit, request.explain)
+    beside = Beside(lambda: reference_for(bound, session)) if overlapped(session) else None
+    try:
+        autograd = run_passes(session, plan, retained, request.explicit, request.explain)
+    except BaseException as exc:  # autograd's error first, as when the reference came after
+        if beside is not None:
+            beside.abandon(exc)
+        raise
     if not (request.inspect or retained or request.explain):
         autograd.release()  # only a diagnosis would look at the forward values
-    reference = reference_for(bound, session)
+    reference = reference_for(bound, session) if beside is None else beside.result()
     hooks = _hooks(bound, autograd.hook_calls, reference.model)  # before it evaluates again
     weights = None if session.weight_tensor is None else session.seen_weights
     expected, notes = reference.expected, [*bound.notes, *reference.notes]
