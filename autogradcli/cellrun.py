@@ -27,7 +27,7 @@ from autogradcli.reference.expected import Expected
 from autogradcli.results import CellEvent, CellResult, LeafGrad, Shown
 from autogradcli.torchside.cell import TorchEvent
 from autogradcli.torchside.cell import run_cell as torch_cell
-from autogradcli.verify.cell import Ledger, backwards, needed, requires_grad
+from autogradcli.verify.cell import Ledger, backwards, needed, reads, requires_grad
 from autogradcli.verify.custom import check_cell
 
 
@@ -190,7 +190,7 @@ def _event(
             repeats.left[key] = repeats.left.get(key, repeats.counts[key]) - 1
             first, last = key not in repeats.models, repeats.left[key] == 0
             if not (first or last):  # a loop's pass between its first and its last
-                ledger.skip(_reached(bound, statement))
+                ledger.skip(_reached(bound, statement, repeats.steps))
                 grads = _leaves(bound, event, ledger)
                 return CellEvent("backward", statement.text, grads, target=_number(event.target))
             repeats.models.setdefault(key, (None, ()))  # type: ignore[arg-type]
@@ -242,10 +242,10 @@ def _then(
     return {**seen, **event.current, **found}
 
 
-def _reached(bound: Bound, statement: Backward) -> set[str]:
-    """The differentiated leaves a backward() target reads."""
-    steps = {s.name: s.node for s in bound.program.steps}
-    kept = needed(statement.target, None, steps)
+def _reached(bound: Bound, statement: Backward, steps: dict[str, Node]) -> set[str]:
+    """The differentiated leaves a backward() target reads (``steps``: the program's, by
+    name, made once for the cell: a loop's cell has thousands)."""
+    kept = reads(statement.target, None, steps)
     used = {n for s in kept for n in _names(steps[s])} | set(_names(statement.target))
     return {n for n in bound.program.variables if n in used and n in bound.differentiate}
 

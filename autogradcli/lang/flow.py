@@ -138,6 +138,8 @@ class FlowUnroll:
 
     def refuse_calls(self, stmt: ast.stmt) -> None:
         """A call of the cell's function inside an expression is not inlined."""
+        if not self.defs:  # no function of the cell's: nothing to look for
+            return
         for node in ast.walk(stmt):
             if (
                 isinstance(node, ast.Call)

@@ -124,6 +124,13 @@ def requires_grad(node: Node, steps: dict[str, Node], tracked: frozenset[str]) -
 
 def needed(target: Node, gradient: Node | None, steps: dict[str, Node]) -> list[str]:
     """The steps a backward() target (and its gradient) reads, in program order."""
+    seen = reads(target, gradient, steps)
+    return [n for n in steps if n in seen]
+
+
+def reads(target: Node, gradient: Node | None, steps: dict[str, Node]) -> set[str]:
+    """The steps a backward() target (and its gradient) reads, as a set: found from the
+    target, without a pass over every step of the program (``needed`` orders them)."""
     seen: set[str] = set()
     stack = [target] + ([] if gradient is None else [gradient])
     while stack:
@@ -131,7 +138,7 @@ def needed(target: Node, gradient: Node | None, steps: dict[str, Node]) -> list[
             if isinstance(part, Name) and part.id in steps and part.id not in seen:
                 seen.add(part.id)
                 stack.append(steps[part.id])
-    return [n for n in steps if n in seen]
+    return seen
 
 
 def backwards(statements: tuple[object, ...]) -> int:
