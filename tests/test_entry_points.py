@@ -58,12 +58,15 @@ def test_parse_errors_do_not_import_torch():
     assert done.stdout.strip() == "False", done.stderr
 
 
+# One real process per way an error reaches the line: the parser's refusal, Click's usage
+# error, and a refusal after torch has loaded (the device). The value-size and --repeat
+# refusals (real processes here before) are AutogradCliErrors that the parser's handler
+# (cli/errors.py) prints; tests/test_cli.py's test_bad_input_is_one_error_line_and_exit_2
+# asserts their whole stderr line, in-process, where a traceback would fail it too.
 @pytest.mark.parametrize(
     "args",
     [
         ["grad", "x.__class__", "--x", "2"],
-        ["grad", "x**2", "--x", "ones(100000,100000)"],
-        ["grad", "x**2", "--repeat", "abc", "--x", "2"],
         ["grad"],
         ["grad", "x**2", "--x", "2", "--device", "cuda:7"],
     ],

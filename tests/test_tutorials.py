@@ -19,6 +19,7 @@ from autogradcli.lang.cellstatements import Printed, Update
 from autogradcli.lang.parser import parse_program
 from autogradcli.lang.tree import Backward
 from autogradcli.messages import error_text
+from autogradcli.results import CellResult
 from autogradcli.settings import Limits
 from tests.conftest import cli
 
@@ -48,8 +49,16 @@ def test_the_verbatim_file_is_read_as_python_runs_it() -> None:
     assert printed[-1].sep == "" and printed[-1].formats[1] == "item"
 
 
-def test_short_tutorial_prints_what_pytorch_prints() -> None:
-    result = ag.grad(SHORT, seed=0)
+@pytest.fixture(scope="module")
+def short() -> CellResult:
+    """``SHORT`` run once (about 5 s: two passes checked over 2,000 points) for the tests
+    that read its result (tests/test_docs.py runs the command line on the same program
+    with a print every 5 passes: test_cli_runs_the_file_and_shows_the_summary)."""
+    return ag.grad(SHORT, seed=0)
+
+
+def test_short_tutorial_prints_what_pytorch_prints(short: CellResult) -> None:
+    result = short
     assert result.error is None
     printed = [e.printed for e in result.events if e.kind == "print"]
     assert printed == python_prints(SHORT, 0)
@@ -58,8 +67,8 @@ def test_short_tutorial_prints_what_pytorch_prints() -> None:
     assert all(s.verdict == "agree" for s in shown)
 
 
-def test_loop_passes_first_and_last_checked_the_rest_said() -> None:
-    result = ag.grad(SHORT, seed=0)
+def test_loop_passes_first_and_last_checked_the_rest_said(short: CellResult) -> None:
+    result = short
     passes = [e for e in result.events if e.kind == "backward"]
     assert len(passes) == 20
     checked = [k for k, e in enumerate(passes) if e.check is not None]
@@ -72,17 +81,35 @@ def test_loop_passes_first_and_last_checked_the_rest_said() -> None:
     assert passes[-1].target < passes[0].target  # the loss goes down
 
 
-def test_cli_runs_the_file_and_shows_the_summary(tmp_path: Path) -> None:
-    path = tmp_path / "cell.py"
-    path.write_text(SHORT)
-    run = cli("grad", f"@{path}", "--seed", "0")
-    assert run.exit_code == 1  # the last pass's float32 cancellation (see the docs)
-    unfolded = run.stdout.replace("\n", "")  # a line past the width is folded, never cut
-    for line in python_prints(SHORT, 0):
-        assert line in unfolded
+STEPS = Path(__file__).parent.parent / "docs" / "examples" / "tutorial_20_steps.py"
+STEPS_COMMAND = "grad @docs/examples/tutorial_20_steps.py --seed 0"
+
+
+def _page_block(command: str) -> str:
+    """What docs/pytorch.md shows under ``$ autograd-cli COMMAND``."""
+    page = (Path(__file__).parent.parent / "docs" / "pytorch.md").read_text()
+    start = f"```console\n$ autograd-cli {command}\n"
+    assert page.count(start) == 1, command
+    return page.partition(start)[2].partition("```")[0]
+
+
+def test_cli_runs_the_file_and_shows_the_summary() -> None:
+    """The command line on the tutorial with 20 passes (a print every 5): what it prints is
+    docs/pytorch.md's block, which tests/test_docs.py compares with a run of the command
+    (line for line, and exit code 1 where the block shows a disagreement). That run of
+    about 5 s is the suite's only one; this test reads its block."""
+    assert STEPS.read_text() == TEXT.replace("range(2000)", "range(20)").replace(
+        "t % 100 == 99", "t % 5 == 4"
+    )
+    shown = _page_block(STEPS_COMMAND)
+    assert "✗ autograd and SymPy disagree" in shown  # exit 1: the last pass's float32
+    # cancellation (see the docs); the page keeps no space at the end of a folded line
+    unfolded = " ".join(shown.split())
+    for line in python_prints(STEPS.read_text(), 0):
+        assert " ".join(line.split()) in unfolded
     assert (
         "loss.backward() ran 20 times; passes checked against SymPy: 1, 20 "
-        "(the other 18 ran unchecked)" in run.stdout.replace("\n", " ")
+        "(the other 18 ran unchecked)" in unfolded
     )
 
 
@@ -185,30 +212,44 @@ print(x.grad)
 """
 
 
-def test_the_tutorials_and_extending_pytorch_through_the_shell_and_check(
+EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+
+
+def _my_cube(folder: Path) -> Path:
+    """MyCube behind PyTorch's own ``def my_cube(x)`` wrapper, written to ``folder``."""
+    cube = (EXAMPLES / "extending_mycube.py").read_text().split("\n\nx = torch.tensor")[0]
+    wrapped = folder / "my_cube.py"
+    wrapped.write_text(cube + MY_CUBE)
+    return wrapped
+
+
+# The shell and the check file are two tests (they were one of 9-11 s, of which the check
+# file's tutorial is most): the suite's two processes (pytest -n 2) can run them at once.
+
+
+def test_extending_pytorch_through_the_shell(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The tutorial (20 of its passes), the Extending PyTorch Functions, and MyCube
-    behind PyTorch's own ``def my_cube(x)`` wrapper, as shell lines and as a check file."""
+    """The Extending PyTorch Functions, and MyCube behind PyTorch's own ``def my_cube(x)``
+    wrapper, as shell lines."""
     from autogradcli.cli.shell import run_lines
-    from tests.conftest import cli
 
-    examples = Path(__file__).resolve().parent.parent / "docs" / "examples"
-    cube = (examples / "extending_mycube.py").read_text().split("\n\nx = torch.tensor")[0]
-    wrapped = tmp_path / "my_cube.py"
-    wrapped.write_text(cube + MY_CUBE)
-    tutorial = f"grad @{examples / 'tutorial_20_steps.py'} --seed 0"
     lines = [
-        f"grad @{examples / 'extending_linear.py'}",
-        f"grad @{examples / 'extending_mulconstant.py'}",
-        f"grad @{examples / 'extending_legendre.py'} --seed 0",
-        f"grad @{wrapped}",
+        f"grad @{EXAMPLES / 'extending_linear.py'}",
+        f"grad @{EXAMPLES / 'extending_mulconstant.py'}",
+        f"grad @{EXAMPLES / 'extending_legendre.py'} --seed 0",
+        f"grad @{_my_cube(tmp_path)}",
     ]
     assert run_lines(lines) == 0
     shown = " ".join(capsys.readouterr().out.split())
     assert "custom Function MyCube.apply(x) your backward" in shown
+
+
+def test_the_tutorial_and_my_cube_through_a_check_file(tmp_path: Path) -> None:
+    """The tutorial (20 of its passes) and the wrapped MyCube as the lines of a check file."""
+    tutorial = f"grad @{EXAMPLES / 'tutorial_20_steps.py'} --seed 0"
     cases = tmp_path / "cases.txt"
-    cases.write_text(f"{tutorial}\n{lines[-1]}\n")
+    cases.write_text(f"{tutorial}\ngrad @{_my_cube(tmp_path)}\n")
     checked = cli("check", str(cases), "--json")
     *documents, last = (json.loads(line) for line in checked.stdout.splitlines())
     assert [d["status"] for d in documents] == ["disagree", "agree"]  # float32's cancellation
