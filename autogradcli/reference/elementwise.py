@@ -203,6 +203,7 @@ class SymbolicModel:
         self._paths: dict[str, set[str]] = {}
         self._constants: dict[tuple[Arith, float], Any] = {}
         self._jumpy: dict[sp.Expr, set[sp.Expr]] = {}
+        self._needed: dict[sp.Expr, set[sp.Symbol]] = {}  # _under's
 
     def _build(self, node: Node) -> sp.Expr:
         return self._terms(node)
@@ -225,9 +226,8 @@ class SymbolicModel:
         return tuple(sorted(block.expr.free_symbols, key=str))
 
     def _local(self, block: Block, env: Env, arith: Arith, kept: Kept) -> Env:
-        """The numbers a block's terms are evaluated at: ``env``, or for a pattern's step
-        its symbols' values (its inputs' and its constants', exact as written), kept in
-        ``kept`` for the pass over ``env`` (a block's inputs, once there, do not change)."""
+        """The numbers a block's terms are evaluated at: ``env``, or a pattern's step's own
+        (its inputs' values, its constants exact as written), made once a pass (``kept``)."""
         binding = block.binding
         if binding is None or binding in kept:
             return env if binding is None else kept[binding]
@@ -439,9 +439,9 @@ class SymbolicModel:
         return expected_from(arith, output, grads, kinks, notes, fresh=True)
 
     def _under(self, expr: sp.Expr) -> set[sp.Symbol]:
-        """The blocks ``expr`` uses, directly or through other blocks (no recursion)."""
-        found: set[sp.Symbol] = set()
-        stack = [expr.free_symbols]
+        """The blocks ``expr`` uses, directly or through others (no recursion; kept)."""
+        found: set[sp.Symbol] = self._needed.setdefault(expr, set())  # the same each pass
+        stack = [] if found else [expr.free_symbols]
         while stack:
             for symbol in stack.pop():
                 if symbol in self.reductions and symbol not in found:
@@ -490,7 +490,6 @@ class SymbolicModel:
         its shape; a reduction's summed)."""
         env, arith, names, kinks = run.env, run.arith, run.names, run.kinks
         local_env = self._local(block, env, arith, run.locals)
-        zero = arith.number(sp.S.Zero) if self._exact_zeros else None
         for symbol in self._inputs(block):  # a fixed order of sums
             if symbol not in names and symbol not in self.reductions:
                 continue
@@ -504,6 +503,7 @@ class SymbolicModel:
                 contribution = np.multiply(upstream, _shaped(local, block.shape))
             del local
             if self._exact_zeros:
+                zero = arith.number(sp.S.Zero)
                 contribution = np.where(np.asarray(upstream == 0, dtype=bool), zero, contribution)
             jumps = self._jumps(derivative) if kinks is not None else None
             if jumps:
@@ -597,4 +597,4 @@ def _summed(term: sp.Expr, shape: Shape, to: Shape, shapes: dict[sp.Symbol, Shap
 
 def _shaped(value: Any, shape: Shape) -> Any:
     """``value`` broadcast to ``shape`` (a read-only view); a number as it is."""
-    return value if shape == () and np.ndim(value) == 0 else np.broadcast_to(value, shape)
+    return value if shape == () and np.asarray(value).ndim == 0 else np.broadcast_to(value, shape)
