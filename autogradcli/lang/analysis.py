@@ -183,6 +183,9 @@ def reduction_steps(elements: int) -> int:
     return steps(elements)
 
 
+_LEAVES = (Num, Name)  # a leaf's constant value is read without a walk
+
+
 class _Rounding(Fold[int]):
     """Rounded operations behind one number of a subtree (see ``rounding_steps``); an
     operation the vocabulary defines through others (a loss) counts as its definition."""
@@ -193,15 +196,22 @@ class _Rounding(Fold[int]):
         # the constant value of every node of the program's own trees, by id (one walk;
         # ``record``): a chain of products asks for each link's, quadratic one by one
         self.constants = _Recorded()
+        self.unrecorded: Node | None = None
 
     def record(self, root: Node) -> None:
         """Keep the constant value of every subtree of ``root`` (a tree of the program,
-        alive while the fold runs, so that no id is reused)."""
-        self.constants(root)
+        alive while the fold runs, so that no id is reused), walked the first time a
+        product asks for an operand's other than a number's or a name's."""
+        self.unrecorded = root
 
     def zero(self, node: Node) -> bool:
         """Whether ``node`` is the constant 0 (a node made by a definition is folded)."""
         values = self.constants.values
+        if id(node) not in values and type(node) in _LEAVES:
+            return self.constants.enter(node) == 0  # a number's or a name's: no walk
+        if self.unrecorded is not None and id(node) not in values:
+            self.constants(self.unrecorded)
+            self.unrecorded = None
         return (values[id(node)] if id(node) in values else constant_value(node)) == 0
 
     def apply(self, node: Node, values: list[int]) -> int:
