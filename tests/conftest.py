@@ -79,6 +79,29 @@ def largest_array(value: Any) -> int:
     return 0
 
 
+# The order the suite runs in (issue 24). ``pytest -n 2 --dist worksteal`` gives each of its
+# two processes one half of the collected tests, in order, and a process that has run out
+# takes the last half of the other's queue. Collected alphabetically, the modules of long
+# tests that build a module-scoped fixture (test_worker's worker, test_tutorials' run of the
+# tutorial) came last: a process that had run out took part of them and built the fixture a
+# second time, and the run ended waiting on a long test. Here the modules of the longest
+# tests (their seconds in a run of the whole suite) go first, some at the head of each half:
+# they run early and whole, and the run ends with short tests that even out the two halves.
+# Within a module the order is the file's (test_oracles' closing test runs last).
+FIRST_HALF = ("test_docs", "test_oracles", "test_opinfo", "test_fallback", "test_limits_growth")
+SECOND_HALF = ("test_worker", "test_tutorials", "test_time_limits", "test_plot", "test_cli")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``FIRST_HALF``'s modules, then other tests up to half of them, then ``SECOND_HALF``'s
+    modules, then the rest; the collected order otherwise."""
+    first = [item for item in items if item.path.stem in FIRST_HALF]
+    second = [item for item in items if item.path.stem in SECOND_HALF]
+    rest = [item for item in items if item.path.stem not in FIRST_HALF + SECOND_HALF]
+    fill = max(0, len(items) // 2 - len(first))
+    items[:] = first + rest[:fill] + second + rest[fill:]
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _every_result_matches_its_schema():
     """Every result the API returns in any test is validated as its ``to_dict()`` document
