@@ -297,32 +297,60 @@ class Unroller(FlowUnroll):
 
     def substitute(self, stmt: ast.stmt) -> ast.stmt:
         """The line with the numbers, dtypes and devices its names hold written in."""
-        return _Substitute(self).visit(clone(stmt))  # type: ignore[no-any-return]
+        return _Substitute(self).copy(stmt)  # type: ignore[no-any-return]
 
     def substitute_expr(self, node: ast.expr) -> ast.expr:
-        return _Substitute(self).visit(clone(node))  # type: ignore[no-any-return]
+        return _Substitute(self).copy(node)  # type: ignore[no-any-return]
 
 
-class _Substitute(ast.NodeTransformer):
+class _Substitute:
+    """A copy of a syntax tree (as ``clone``) with what the unroller knows written in, in
+    one pass: a name bound to a number, a dtype or pi, ``math.X``, and a ``device=`` or
+    ``dtype=`` keyword; an f-string is copied as it is (the builder's print reads it)."""
+
     def __init__(self, unroller: Unroller) -> None:
         self.unroller = unroller
 
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if isinstance(node.ctx, ast.Load) and node.id in self.unroller.numbers:
-            return _constant(self.unroller.numbers[node.id], node)
-        if isinstance(node.ctx, ast.Load) and node.id in self.unroller.dtypes:
-            return _dtype_node(self.unroller.dtypes[node.id], node)
-        if isinstance(node.ctx, ast.Load) and node.id == "pi" and "pi" in self.unroller.imported:
+    def copy(self, node: Any) -> Any:
+        if isinstance(node, list):
+            return [self.copy(n) for n in node]
+        if not isinstance(node, ast.AST):
+            return node
+        if isinstance(node, ast.Name):
+            found = self.name(node)
+            if found is not None:
+                return found
+        elif isinstance(node, ast.Attribute):
+            value = self.unroller.number(node)
+            if value is not None:
+                return _constant(value, node)
+        elif isinstance(node, ast.keyword):
+            found = self.keyword(node)
+            if found is not None:
+                return found
+        elif isinstance(node, ast.JoinedStr):
+            return clone(node)
+        new = node.__class__()
+        for name, value in ast.iter_fields(node):
+            setattr(new, name, self.copy(value))
+        for name in node._attributes:
+            if hasattr(node, name):
+                setattr(new, name, getattr(node, name))
+        return new
+
+    def name(self, node: ast.Name) -> ast.AST | None:
+        if not isinstance(node.ctx, ast.Load):
+            return None
+        unroller = self.unroller
+        if node.id in unroller.numbers:
+            return _constant(unroller.numbers[node.id], node)
+        if node.id in unroller.dtypes:
+            return _dtype_node(unroller.dtypes[node.id], node)
+        if node.id == "pi" and "pi" in unroller.imported:
             return _constant(math.pi, node)
-        return node
+        return None
 
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        value = self.unroller.number(node)
-        if value is not None:
-            return _constant(value, node)
-        return self.generic_visit(node)
-
-    def visit_keyword(self, node: ast.keyword) -> ast.AST:
+    def keyword(self, node: ast.keyword) -> ast.AST | None:
         if node.arg == "device":
             device = self.unroller.device(node.value)
             if device is None:
@@ -333,10 +361,7 @@ class _Substitute(ast.NodeTransformer):
             dtype = self.unroller.dtype(node.value)
             if dtype is not None:
                 return ast.keyword(arg="dtype", value=_dtype_node(dtype, node.value))
-        return self.generic_visit(node)
-
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
-        return node  # its parts are read by the builder's print
+        return None
 
 
 def clone(node: Any) -> Any:
