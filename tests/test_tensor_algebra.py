@@ -550,7 +550,8 @@ def test_mse_gradient_equals_the_closed_form_for_any_small_shape(data, m, n):
 # --- edge points: kinks and overflow ----------------------------------------------------------
 
 NORM_NOTE = (
-    "norm is not differentiable at the zero vector; one-sided derivatives there: [-1, 1] "
+    "norm is not differentiable at the zero vector (nor the order-0 count where an element "
+    "is 0); one-sided derivatives there: [-1, 1] "
     "(a real kink); PyTorch's value there: 0"
 )
 

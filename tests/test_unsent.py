@@ -17,6 +17,7 @@ from autogradcli.messages import NOTES
 )
 def test_an_order_0_norm_gets_zero_checked_and_a_note(text: str) -> None:
     result = ag.grad(text, {"x": np.array([1.0, -3.0, 2.0])}, dtype="float64")
+    assert result.variables["x"].notes == ()
     assert result.verdict == "agree"
     assert result.output == 3.0
     assert result.variables["x"].grad.tolist() == [0.0, 0.0, 0.0]
@@ -106,3 +107,19 @@ def test_a_number_divides_a_rounded_division_exactly() -> None:
     )
     assert result.output_expected.tolist() == [2.0, 2.0]
     assert result.verdict == "agree"
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [("torch.linalg.vector_norm(x, 0)", "norm"), ("torch.linalg.norm(x, 0)", "linalg_norm")],
+)
+def test_an_order_0_norm_jumps_at_a_zero_element_and_says_so(text: str, code: str) -> None:
+    """The count jumps where an element is 0: no derivative there, the element is left out
+    and the norm named; SymPy's derivative is DiracDelta(x), infinite there, 0 elsewhere."""
+    result = ag.grad(text, {"x": np.array([1.0, 0.0, -2.0])}, dtype="float64")
+    assert result.verdict == "agree"
+    grad = result.variables["x"]
+    assert grad.expected[0] == 0.0 and np.isinf(grad.expected[1]) and grad.expected[2] == 0.0
+    [note] = grad.notes
+    assert (note.code, note.data["codes"], note.data["excluded"]) == ("kink", [code], 1)
+    assert "DiracDelta(x[0])" in (grad.derivative or "")

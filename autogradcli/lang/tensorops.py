@@ -146,8 +146,9 @@ ENTRIES: tuple[Op, ...] = (
         spelled=("bare", "torch", "Tensor", "torch.linalg.vector_norm"),
         note="the p-norm of all elements (or along dim): p 2 (default), 'fro', 1, 0, 3, "
         "inf, -inf, negative (ord= for vector_norm)",
-        kink="norm is not differentiable at the zero vector",
-        kink_atoms=("Heaviside", "sign"),
+        kink="norm is not differentiable at the zero vector (nor the order-0 count where "
+        "an element is 0)",
+        kink_atoms=("Heaviside", "sign", "DiracDelta"),
         reduces=True,
         kind="reduction",
     ),
@@ -166,8 +167,8 @@ ENTRIES: tuple[Op, ...] = (
         spelled=("torch.linalg.norm",),
         note="a vector's norm, or with ord a matrix's: 'fro', 1, -1, inf, -inf",
         kink="the norm is not differentiable at the zero vector, where an element is 0 "
-        "(ord 1 and inf) or at a tie",
-        kink_atoms=("Heaviside", "sign"),
+        "(ord 1 and inf; ord 0, a count, jumps there) or at a tie",
+        kink_atoms=("Heaviside", "sign", "DiracDelta"),
         reduces=True,
         kind="reduction",
     ),

@@ -199,7 +199,7 @@ class _Bounded(_Walk):
         return out[0] + (U if square else 2 * U), out[1]
 
     def _call(self, name: str, arg: sp.Expr, value: Any) -> Bound:
-        if name == "sign":
+        if name in ("sign", "nonzero"):
             return self._jump(arg)
         if name == "floor":  # a rounded division: exact, unless an integer is within reach
             return self._floor(arg)

@@ -50,8 +50,11 @@ class Precise:
         self.nan = self.ctx.mpf("nan")
         self.inf = self.ctx.mpf("inf")
         self.huge = self.ctx.ldexp(self.ctx.mpf(1), HUGE_EXPONENT)  # finite, past any float
+        own = {"nonzero": self._nonzero}
         self._funcs = {
-            name: np.frompyfunc(self._real(getattr(self.ctx, attr), attr in GROWING), 1, 1)
+            name: np.frompyfunc(
+                own.get(attr) or self._real(getattr(self.ctx, attr), attr in GROWING), 1, 1
+            )
             for name, (_, attr) in FUNCTIONS.items()
         }
         self._pow = np.frompyfunc(self._power, 2, 1)
@@ -96,6 +99,9 @@ class Precise:
         except ZeroDivisionError:
             return self.inf
         return result if isinstance(result, self.ctx.mpf) else self.nan
+
+    def _nonzero(self, v: Any) -> Any:
+        return self.ctx.mpf(0 if v == 0 else 1)
 
     def _quotient(self, top: Any, bottom: Any) -> Any:
         if bottom == 0:
