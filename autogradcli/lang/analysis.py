@@ -214,20 +214,6 @@ class _Rounding(Fold[int]):
             self.unrecorded = None
         return (values[id(node)] if id(node) in values else constant_value(node)) == 0
 
-    def apply(self, node: Node, values: list[int]) -> int:
-        if isinstance(node, Call):
-            names = [Name(f"#{k}") for k in range(len(values))]
-            body = definition(node, names)
-            if body is not None:  # the placeholders take the arguments' shapes and counts
-                saved = self.shapes
-                given = {n.id: self.shape(a) for n, a in zip(names, node.args, strict=True)}
-                self.shapes = {**saved, **given}
-                try:
-                    return self.within(body, {n.id: v for n, v in zip(names, values, strict=True)})
-                finally:
-                    self.shapes = saved
-        return super().apply(node, values)
-
     def shape(self, node: Node) -> tuple[int, ...]:
         from autogradcli.lang.shapes import infer_shape
 
@@ -251,6 +237,16 @@ class _Rounding(Fold[int]):
         return 3 + left + right
 
     def call(self, node: Call, args: list[int]) -> int:
+        names = [Name(f"#{k}") for k in range(len(args))]
+        body = definition(node, names)
+        if body is not None:  # the placeholders take the arguments' shapes and counts
+            saved = self.shapes
+            given = {n.id: self.shape(a) for n, a in zip(names, node.args, strict=True)}
+            self.shapes = {**saved, **given}
+            try:
+                return self.within(body, {n.id: v for n, v in zip(names, args, strict=True)})
+            finally:
+                self.shapes = saved
         op = OPS[node.func]
         if op.kind == "constant":
             return 0  # ones_like(x), zeros_like(x): exact
