@@ -123,3 +123,25 @@ def test_an_order_0_norm_jumps_at_a_zero_element_and_says_so(text: str, code: st
     [note] = grad.notes
     assert (note.code, note.data["codes"], note.data["excluded"]) == ("kink", [code], 1)
     assert "DiracDelta(x[0])" in (grad.derivative or "")
+
+
+def test_trunc_has_no_jump_at_0_but_at_every_other_integer() -> None:
+    """trunc(q) is 0 on (-1, 1): at q = 0 PyTorch's 0 is the derivative (checked); at 2 and
+    -2 it jumps (left out). floor jumps at 0 too."""
+    x, y = np.array([0.0, 6.0, -6.0, 0.5]), np.array([2e-6, 3.0, 3.0, -1.0])
+    trunc, floor = rounded("trunc", x, y), rounded("floor", x, y)
+    assert trunc.variables["x"].expected.tolist() == [0.0, np.inf, np.inf, 0.0]
+    assert trunc.variables["x"].notes[0].data["excluded"] == 2
+    assert floor.variables["x"].notes[0].data["excluded"] == 3
+    assert trunc.output_expected.tolist() == [0.0, 2.0, -2.0, 0.0]
+    assert floor.output_expected.tolist() == [0.0, 2.0, -2.0, -1.0]
+
+
+def test_a_jump_inside_a_where_is_found_by_its_switch() -> None:
+    """softplus past its threshold is a Piecewise in the derivative: at the switch the sides
+    are decided (the element moved along the switch's own expression)."""
+    result = ag.grad(
+        "softplus(x, beta=1, threshold=2)", {"x": [2.0, 1.0]}, dtype="float64", weights="ones"
+    )
+    [note] = result.variables["x"].notes
+    assert note.code == "kink_between" and note.data["elements"] == 1

@@ -6,13 +6,13 @@ the module (``sympy``, ``numpy``, ``torch``) as an argument and imports none of 
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from autogradcli.errors import ShapeError
+from autogradcli.lang import jumps
 from autogradcli.lang.ops import (
     REDUCTION,
     Dims,
@@ -159,7 +159,7 @@ def norm(
     if math.isinf(p):
         return (largest if p > 0 else smallest)(sp, np, size, dim, keepdim)
     if p == 0:
-        nonzero = np.vectorize(_nonzero(sp), otypes=[object])(a)
+        nonzero = np.vectorize(jumps.nonzero(sp), otypes=[object])(a)
         return objects(np, np.sum(nonzero, axis=axes, keepdims=keep))
     if p == 1:
         return objects(np, np.sum(size, axis=axes, keepdims=keep))
@@ -252,55 +252,7 @@ def transpose(sp: ModuleType, np: ModuleType, a: ndarray, dim0: int, dim1: int) 
     return np.swapaxes(a, axis(dim0, a.ndim), axis(dim1, a.ndim))
 
 
-# --- the spellings of issue 26: rounded division, running sums, picks by integer indices --
-
-
-@functools.cache
-def _nonzero(sp: ModuleType) -> type:
-    """1 where x != 0, else 0 (the order-0 norm counts these): 0 between its jumps, where
-    PyTorch sends no gradient, and ``DiracDelta(x)`` marking the jump at 0 (no derivative
-    there: a kink site the check leaves out); the evaluator computes it by its name."""
-
-    class nonzero(sp.Function):  # type: ignore[misc]
-        is_real = True
-
-        @classmethod
-        def eval(cls, x: sympy.Expr) -> sympy.Expr | None:
-            if x.is_zero:
-                return sp.S.Zero
-            return sp.S.One if x.is_zero is False else None
-
-        def fdiff(self, argindex: int = 1) -> sympy.Expr:
-            return sp.DiracDelta(self.args[0])
-
-    return nonzero
-
-
-@functools.cache
-def _flat_floor(sp: ModuleType) -> type:
-    """SymPy's floor with the derivative of a rounded division: 0 between its jumps, where
-    PyTorch's is 0 too, and ``DiracDelta(q - floor(q))`` marking each jump (q an
-    integer: no derivative there, a kink site the check leaves out); named ``floor`` so
-    the evaluator computes it as such."""
-
-    class floor(sp.floor):  # type: ignore[name-defined,misc]
-        def fdiff(self, argindex: int = 1) -> sympy.Expr:
-            return sp.DiracDelta(self.args[0] - self)
-
-    return floor
-
-
-def rounded_div(
-    sp: ModuleType, a: sympy.Expr, b: sympy.Expr, rounding_mode: str = "floor"
-) -> sympy.Expr:
-    """``torch.div(a, b, rounding_mode=)``: a/b rounded down ('floor') or toward 0
-    ('trunc'); piecewise constant, so its derivative is 0 (PyTorch's too)."""
-    step = _flat_floor(sp)
-    # a number divides exactly: SymPy would round 1/3.0 to 15 digits (6/3.0 floored to 1)
-    q = a / (sp.Rational(b) if isinstance(b, sp.Float) else b)
-    if rounding_mode == "floor":
-        return step(q)
-    return sp.Piecewise((step(q), q >= 0), (-step(-q), True))
+# --- the spellings of issue 26: running sums, picks by integer indices (rounded division: jumps.py)
 
 
 def running(name: str) -> Callable[..., ndarray]:

@@ -9,7 +9,7 @@ imports none of them and the parser can use it without loading them.
 
 from __future__ import annotations
 
-from autogradcli.lang import forms, ops, picks
+from autogradcli.lang import forms, jumps, ops, picks
 from autogradcli.lang.ops import REDUCTION, Op, Param
 from autogradcli.lang.tree import Binary, Num, Unary, call
 
@@ -56,7 +56,7 @@ ENTRIES: tuple[Op, ...] = (
         torch=lambda torch, a, b, rounding_mode="floor": torch.div(
             a, b, rounding_mode=rounding_mode
         ),
-        sympy=forms.rounded_div,
+        sympy=jumps.rounded_div,
         tensors=("input", "other"),
         params=(Param("rounding_mode", "text", "floor", ("trunc", "floor")),),
         spelled=(),  # torch.floor_divide has no derivative in PyTorch: not this entry

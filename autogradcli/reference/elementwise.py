@@ -6,8 +6,7 @@ derivative per (block, symbol) is evaluated over the whole tensor at once. A red
 appears in its parent block as a real symbol named after its text (``sum(x)``), and the
 chain rule through it is the multivariate one:
 ``d out/d x = del out/del x + (del out/del sum(x)) * d sum(x)/d x``. Every derivative
-here comes from ``sympy.diff``; nothing is taken from PyTorch.
-"""
+here comes from ``sympy.diff``; nothing is taken from PyTorch."""
 
 from __future__ import annotations
 
@@ -41,6 +40,7 @@ from autogradcli.reference.terms import (
     path_calls,
     pattern_derivative,
     reduce_to_shape,
+    switches,
 )
 from autogradcli.settings import Limits
 
@@ -512,7 +512,7 @@ class SymbolicModel:
                     site = (id(block), atom, at.tobytes())
                     if site not in self._marked:  # the same jump in several derivatives
                         self._marked.add(site)
-                        moved = Block(atom.args[0], block.shape, binding=block.binding)
+                        moved = Block(switches(atom)[0], block.shape, binding=block.binding)
                         for name, mask in self._movers(moved, at, run).items():
                             kinks[name] |= mask
                             uses = self._path_calls(name)

@@ -201,7 +201,7 @@ class _Bounded(_Walk):
     def _call(self, name: str, arg: sp.Expr, value: Any) -> Bound:
         if name in ("sign", "nonzero"):
             return self._jump(arg)
-        if name == "floor":  # a rounded division: exact, unless an integer is within reach
+        if name in ("floor", "trunc"):  # rounded division: exact, unless an integer is in reach
             return self._floor(arg)
         if name == "Abs":
             return self.bound(arg)

@@ -50,7 +50,7 @@ class Precise:
         self.nan = self.ctx.mpf("nan")
         self.inf = self.ctx.mpf("inf")
         self.huge = self.ctx.ldexp(self.ctx.mpf(1), HUGE_EXPONENT)  # finite, past any float
-        own = {"nonzero": self._nonzero}
+        own = {"nonzero": self._nonzero, "trunc": self._trunc}
         self._funcs = {
             name: np.frompyfunc(
                 own.get(attr) or self._real(getattr(self.ctx, attr), attr in GROWING), 1, 1
@@ -102,6 +102,9 @@ class Precise:
 
     def _nonzero(self, v: Any) -> Any:
         return self.ctx.mpf(0 if v == 0 else 1)
+
+    def _trunc(self, v: Any) -> Any:
+        return self.ctx.floor(v) if v >= 0 else self.ctx.ceil(v)
 
     def _quotient(self, top: Any, bottom: Any) -> Any:
         if bottom == 0:

@@ -31,6 +31,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], str]] = {
     "sign": (np.sign, "sign"),
     "erf": (np.vectorize(math.erf, otypes=[np.float64]), "erf"),
     "floor": (np.floor, "floor"),  # a rounded division (div with rounding_mode)
+    "trunc": (np.trunc, "trunc"),  # the same toward 0; mpmath has no trunc, Precise makes it
     # 1 where x != 0 (NaN too), else 0: the order-0 norm's count (forms.norm); mpmath has no
     # such function, Precise makes it
     "nonzero": (lambda v: np.not_equal(v, 0).astype(np.float64), "nonzero"),
