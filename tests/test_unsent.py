@@ -145,3 +145,18 @@ def test_a_jump_inside_a_where_is_found_by_its_switch() -> None:
     )
     [note] = result.variables["x"].notes
     assert note.code == "kink_between" and note.data["elements"] == 1
+
+
+def test_a_jump_beside_a_kink_is_no_derivative_not_a_value_between_the_sides() -> None:
+    """relu(x) + floor(x) at 0: the sides are 0 and 1, but the function jumps there (from -1
+    to 0): PyTorch's 0 is left out with the jump named, never called a value between them."""
+    result = ag.grad(
+        "relu(x) + torch.div(x, 1.0, rounding_mode='floor')",
+        {"x": [0.0, 0.5]},
+        dtype="float64",
+        weights="ones",
+    )
+    assert result.verdict == "agree"
+    [note] = result.variables["x"].notes
+    assert note.code == "kink" and note.data["excluded"] == 1
+    assert set(note.data["codes"]) >= {"div_rounded"}
