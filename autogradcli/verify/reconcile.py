@@ -134,9 +134,9 @@ def decide(left: np.ndarray, right: np.ndarray, mask: np.ndarray, values: np.nda
     with np.errstate(all="ignore"):
         near = np.abs(left - right) <= SIDES_RTOL * np.maximum(np.abs(left), np.abs(right))
         same = decided & ((left == right) | near)
-        # finite sides, equal or not, but an infinite derivative at the point (a DiracDelta
-        # fires: the function jumps, as a rounded division at an integer quotient): none
-        jump = decided & np.isfinite(left) & np.isfinite(right) & np.isinf(values)
+        # sides with numbers but an infinite derivative at the point (a DiracDelta fires:
+        # the function jumps, as a rounded division at an integer quotient): none there
+        jump = decided & np.isinf(values)
         decided, same = decided & ~jump, same & ~jump
         real = decided & ~same
         low, high = np.fmin(left, right), np.fmax(left, right)
