@@ -86,6 +86,7 @@ TESTS = (
     "tests/test_fallback.py",
     "tests/test_mutants_judge.py",
     "tests/test_mutants_kinks.py",
+    "tests/test_unsent.py",
 )
 
 # Imported once in this process before any fork (never autogradcli itself); after the
