@@ -16,7 +16,7 @@ from autogradcli import api
 from autogradcli.lang.parser import parse_expression
 from autogradcli.reference import elementwise, terms
 from autogradcli.reference.elementwise import SymbolicModel
-from autogradcli.reference.evaluate import FLOAT64, _plan, _Walk, close_floats
+from autogradcli.reference.evaluate import FLOAT64, Walk, _plan, close_floats
 from autogradcli.reference.precise import precise
 from autogradcli.settings import Limits
 
@@ -151,7 +151,7 @@ def test_a_plan_gives_the_walk_s_numbers(expr: sp.Expr) -> None:
         env = {s: arith.array(v) for s, v in values.items()}
         with np.errstate(all="ignore"):
             found = np.asarray(plan.run(env, arith), dtype=arith.dtype)
-            want = np.asarray(_Walk(expr, env, arith).value(expr), dtype=arith.dtype)
+            want = np.asarray(Walk(expr, env, arith).value(expr), dtype=arith.dtype)
         assert np.array_equal(arith.floats(found), arith.floats(want), equal_nan=True)
 
 

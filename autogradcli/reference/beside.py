@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 
 import torch
 
-from autogradcli.reference.timeout import _raise_in
+from autogradcli.reference.timeout import raise_in
 from autogradcli.torchside.run import Session
 
 # Input elements (all inputs together) from which ``grad`` computes SymPy's reference in a
@@ -105,7 +105,7 @@ class Beside(Generic[T]):
         finishes first); waits a moment for it to end, never longer: the thread is a daemon."""
         ident = self._thread.ident
         if not self._done.is_set() and ident is not None:
-            _raise_in(ident, KeyboardInterrupt)
+            raise_in(ident, KeyboardInterrupt)
             self._done.wait(INTERRUPTED_WAIT)
 
 

@@ -47,7 +47,7 @@ from autogradcli.reference.evaluate import (
     evaluate,
     evaluate_float,
 )
-from autogradcli.reference.nodebounds import U, _Bounded, _one_sign, _ratio, _scalar
+from autogradcli.reference.nodebounds import Bounded, U, is_scalar, relative_to, same_sign
 from autogradcli.reference.precise import stable
 from autogradcli.reference.sources import Sources
 
@@ -146,12 +146,12 @@ class Checked(Float64):
         """One walk of ``expr`` over ``env``: its values (the wide elements in mpmath)
         and the largest bound of what it kept, inherited part included."""
         free = expr.free_symbols
-        walk = _Bounded(expr, env, self, carried)
+        walk = Bounded(expr, env, self, carried)
         result = np.asarray(walk.value(expr), dtype=np.float64)
         rounding, inherited = walk.bound(expr)
         shape = result.shape
         STATS.checked += result.size
-        if _scalar(rounding):  # one bound for every element: no mask of its own
+        if is_scalar(rounding):  # one bound for every element: no mask of its own
             wide = np.asarray(not float(rounding) <= TRUST)
         else:
             wide = ~(np.broadcast_to(rounding, shape) <= TRUST)
@@ -179,7 +179,7 @@ class Checked(Float64):
                 _patch(expr, env, result, first)
             wide = wide | (~np.isfinite(result) & finite)
         worst = 0.0
-        if not _scalar(rounding) or float(rounding) > TRUST:
+        if not is_scalar(rounding) or float(rounding) > TRUST:
             kept = np.broadcast_to(rounding, shape)[~wide]
             worst = float(np.max(kept, initial=0.0))
         else:
@@ -226,12 +226,12 @@ class Checked(Float64):
                 raise Untrusted("untrusted_float64", term="sum", bound=math.inf)
             return result  # IEEE's inf or NaN, as exact arithmetic has it
         if values.size:
-            one_sign = _one_sign([values])
+            one_sign = same_sign([values])
             magnitude = abs(float(result)) if one_sign else float(np.sum(np.abs(values)))
             carried = self._carried() * magnitude
             if made is not None:
                 carried = float(np.sum(np.abs(values) * made.bound))
-            bound = float(_ratio(carried + _sum_rounding(values) * magnitude, result))
+            bound = float(relative_to(carried + _sum_rounding(values) * magnitude, result))
             self._trust(bound, "sum")
             if self.sources.takes(result, {}):
                 result = self.sources.add(result, None, {}, bound)
@@ -246,12 +246,12 @@ class Checked(Float64):
         with np.errstate(all="ignore"):
             total = reduce(np.add, (_to_shape(p, shape) for p in parts))
             finite = reduce(np.logical_and, (_to_shape(np.isfinite(p), shape) for p in parts))
-            if _one_sign(parts) and np.isfinite(total).all():
+            if same_sign(parts) and np.isfinite(total).all():
                 self._trust(self._carried() + (len(parts) + 1) * U, "sum")
                 return
             magnitude = reduce(np.add, (_to_shape(np.abs(p), shape) for p in parts))
             steps = len(parts) + max(np.size(p) for p in parts) // max(math.prod(shape), 1)
-            ratio = _ratio((self._carried() + steps * U) * magnitude, total)
+            ratio = relative_to((self._carried() + steps * U) * magnitude, total)
             # a NaN or inf sum of terms not all finite is IEEE's, as exact arithmetic has it
             ratio = np.where(np.isfinite(total), ratio, np.where(finite, math.inf, 0.0))
         self._trust(float(np.max(ratio, initial=0.0)), "sum")

@@ -101,7 +101,7 @@ class Float64:
 
     def walk(self, expr: sp.Expr, env: dict[sp.Symbol, Any]) -> Any:
         """``expr`` over ``env`` (the tree walk)."""
-        return _walk(expr, env, self)
+        return walk_tree(expr, env, self)
 
     def check_sum(self, parts: Any, shape: tuple[int, ...]) -> None:
         """Nothing: the plain arithmetic does not bound its sums (see ``bounds.Checked``)."""
@@ -150,15 +150,15 @@ def _uses(expr: sp.Expr, env: dict[sp.Symbol, Any]) -> dict[sp.Expr, int]:
     return uses
 
 
-def _walk(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
+def walk_tree(expr: sp.Expr, env: dict[sp.Symbol, Any], arith: Arith) -> Any:
     if len(env) <= PLANNED_NAMES and all(isinstance(k, sp.Symbol) for k in env):
         plan = _plan(expr)
         if plan is not None and all(s in env for s in plan.symbols):
             return plan.run(env, arith)
-    return _Walk(expr, env, arith).value(expr)
+    return Walk(expr, env, arith).value(expr)
 
 
-# The kinds of node a plan takes (``_Walk._value`` takes each of them one way).
+# The kinds of node a plan takes (``Walk._value`` takes each of them one way).
 _SYMBOL, _NUMBER, _ADD, _MUL, _POW, _CALL, _SPECIAL = range(7)
 PLANNED_NAMES = 16  # a plan runs over an ``env`` of at most these names (a step's)
 KEPT_PLANS = 4096  # plans kept for the process, each of at most KEPT_STEPS nodes
@@ -167,10 +167,10 @@ KEPT_STEPS = 512
 
 class _Plan:
     """A SymPy term's nodes in an order that evaluates each after its arguments, each
-    shared node once: the same numbers as ``_Walk`` (the same operations in ``arith``),
+    shared node once: the same numbers as ``Walk`` (the same operations in ``arith``),
     without its lookups by term. Made only for terms of symbols, numbers, sums,
     products of distinct bases (a Heaviside factor's argument below 0 makes the product
-    0, as in ``_Walk._mul``), powers, the functions of ``FUNCTIONS`` and ``SPECIAL``'s
+    0, as in ``Walk._mul``), powers, the functions of ``FUNCTIONS`` and ``SPECIAL``'s
     (``_plan``); a value is dropped after its last use, as the walk drops it."""
 
     def __init__(self, steps: list[tuple[int, Any, tuple[int, ...]]]) -> None:
@@ -313,7 +313,7 @@ def split_quotient(factors: list[sp.Expr]) -> tuple[list[sp.Expr], list[sp.Expr]
     return tops, bottoms
 
 
-class _Walk:
+class Walk:
     """One evaluation of a SymPy tree over ``env`` in ``arith``, each shared subexpression
     computed once.
 
@@ -341,6 +341,15 @@ class _Walk:
 
     def product(self, factors: Iterable[Any]) -> Any:
         return reduce(np.multiply, factors, self.arith.number(sp.S.One))
+
+    def quotient(self, factors: list[sp.Expr]) -> Any:
+        """The factors' product, ``y**-1`` divided by (``split_quotient``): one correctly
+        rounded division, so an integer quotient stays one."""
+        tops, bottoms = split_quotient(factors)
+        whole = self.product(self.value(a) for a in tops)
+        if not bottoms:
+            return whole
+        return self.arith.divide(whole, self.product(self.value(b) for b in bottoms))
 
     def _value(self, node: sp.Expr) -> Any:
         arith, value = self.arith, self.value
@@ -408,16 +417,9 @@ class _Walk:
             np.False_,
         )
         if np.any(off):  # Heaviside(a) = 0 on a < 0: this term is 0 there, even times inf
-            tops, bottoms = split_quotient(list(node.args))
-            whole = self.product(value(a) for a in tops)
-            if bottoms:
-                whole = self.arith.divide(whole, self.product(value(b) for b in bottoms))
-            return np.where(off, zero, whole)
+            return np.where(off, zero, self.quotient(list(node.args)))
         deltas = [a for a in node.args if isinstance(a, sp.DiracDelta)]
-        tops, bottoms = split_quotient([a for a in node.args if a not in deltas])
-        rest = self.product(value(a) for a in tops)
-        if bottoms:  # x/y, one correctly rounded division: an integer quotient stays one
-            rest = self.arith.divide(rest, self.product(value(b) for b in bottoms))
+        rest = self.quotient([a for a in node.args if a not in deltas])
         for delta in deltas:  # x**2*DiracDelta(x) is 0: the factor vanishes where it fires
             at = np.asarray(value(delta.args[0]) == 0, dtype=bool)
             vanishes = at & np.asarray(rest == 0, dtype=bool)

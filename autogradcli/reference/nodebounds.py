@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from autogradcli.reference.evaluate import FUNCTIONS, RELATIONS, Arith, _Walk, log1p_of
+from autogradcli.reference.evaluate import FUNCTIONS, RELATIONS, Arith, Walk, log1p_of
 
 U = 2.0**-53  # float64's unit roundoff
 LIBM = 8 * U  # what one call of NumPy's elementary functions may be off, relative
@@ -42,11 +42,11 @@ def _zero(r: Any) -> bool:
     return np.ndim(r) == 0 and float(r) == 0.0
 
 
-def _scalar(r: Any) -> bool:
+def is_scalar(r: Any) -> bool:
     return np.ndim(r) == 0
 
 
-def _ratio(err: Any, value: Any, magnitude: Any = None) -> Any:
+def relative_to(err: Any, value: Any, magnitude: Any = None) -> Any:
     """``err/|value|``, 0 where both are 0 (an exact 0), inf where only the value is;
     ``magnitude``: ``|value|`` when the caller has it."""
     if _zero(err):
@@ -56,7 +56,7 @@ def _ratio(err: Any, value: Any, magnitude: Any = None) -> Any:
     return np.where(np.asarray(err) == 0, 0.0, rel) if not np.all(value) else rel
 
 
-def _one_sign(values: Sequence[Any]) -> bool:
+def same_sign(values: Sequence[Any]) -> bool:
     """Whether every element of every array is >= 0, or every one <= 0 (no cancellation)."""
     if min(float(np.min(v)) for v in values) >= 0:
         return True
@@ -78,7 +78,7 @@ def _exact(number: sp.Expr) -> bool:
 Bound = tuple[Any, Any]  # (rounding, inherited): relative error bounds, scalars or arrays
 
 
-class _Bounded(_Walk):
+class Bounded(Walk):
     """The float64 walk (the same numbers as ``FLOAT64``'s) with each node's bound."""
 
     def __init__(
@@ -153,7 +153,7 @@ class _Bounded(_Walk):
         if len(args) == 2 and all(_zero(r) for r in flat):
             return U, 0.0  # one rounding of an exact sum
         values = [self.value(a) for a in args]
-        if all(_scalar(r) for r in flat) and _one_sign(values):
+        if all(is_scalar(r) for r in flat) and same_sign(values):
             rounding = max(float(b[0]) for b in bounds) + (len(args) - 1) * U
             return rounding, max(float(b[1]) for b in bounds)
         out = []
@@ -171,7 +171,7 @@ class _Bounded(_Walk):
                     partial = partial + v
                     err = err + U * np.abs(partial)
                 err = err + U * magnitude
-            out.append(_ratio(err, value, magnitude))
+            out.append(relative_to(err, value, magnitude))
         return out[0], out[1]
 
     def _bound_mul(self, node: sp.Expr) -> Bound:
@@ -222,7 +222,7 @@ class _Bounded(_Walk):
                 out.append(0.0)
                 continue
             err = 2 * np.abs(scale(self.value(arg))) * rb[channel]
-            out.append(_ratio(err, value))
+            out.append(relative_to(err, value))
         return out[0] + LIBM, out[1]
 
     def _reach(self, node: sp.Expr) -> tuple[Any, Any]:
@@ -290,7 +290,7 @@ class _Bounded(_Walk):
             errs = [
                 b * np.abs(self.value(a)) for a in args if not _zero(b := self.bound(a)[channel])
             ]
-            out.append(_ratio(reduce(np.maximum, errs), value) if errs else 0.0)
+            out.append(relative_to(reduce(np.maximum, errs), value) if errs else 0.0)
         return out[0], out[1]
 
     def _atan2(self, node: sp.Expr, value: Any) -> Bound:
@@ -303,5 +303,5 @@ class _Bounded(_Walk):
                 out.append(0.0)
                 continue
             err = 2 * np.abs(vx * vy) * (by[channel] + bx[channel]) / (vx * vx + vy * vy)
-            out.append(_ratio(err, value))
+            out.append(relative_to(err, value))
         return out[0] + LIBM, out[1]

@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from autogradcli.errors import ComputationError
-from autogradcli.reference.evaluate import Arith, T, _walk, to_float
+from autogradcli.reference.evaluate import Arith, T, to_float, walk_tree
 from autogradcli.reference.tables import FUNCTIONS
 
 FIRST_BITS = 128  # about 38 digits: twice float64's, plus room
@@ -179,7 +179,7 @@ class Precise:
 
     def walk(self, expr: sp.Expr, env: dict[sp.Symbol, Any]) -> Any:
         """``expr`` over ``env`` (the tree walk)."""
-        return _walk(expr, env, self)
+        return walk_tree(expr, env, self)
 
     def check_sum(self, parts: Any, shape: tuple[int, ...]) -> None:
         """Nothing: the precision is raised until the numbers settle (``stable``)."""

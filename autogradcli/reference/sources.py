@@ -108,7 +108,7 @@ class Sources:
                 continue
             value = env[symbol]
             if exact(value):
-                _take(numbers, replaced, symbol, symbol, value)
+                _take(numbers, replaced, symbol, value)
                 continue
             made = self.find(value)
             inner = None
@@ -119,23 +119,19 @@ class Sources:
             formula, inputs = inner
             renamed: dict[sp.Basic, sp.Expr] = {}
             for name, number in inputs.items():
-                _take(numbers, renamed, name, name, number)
+                _take(numbers, renamed, name, number)
             replaced[symbol] = formula.xreplace(renamed) if renamed else formula
         return expr.xreplace(replaced), numbers
 
 
 def _take(
-    numbers: dict[sp.Symbol, Any],
-    renamed: dict[sp.Basic, sp.Expr],
-    key: sp.Basic,
-    symbol: sp.Symbol,
-    value: Any,
+    numbers: dict[sp.Symbol, Any], renamed: dict[sp.Basic, sp.Expr], symbol: sp.Symbol, value: Any
 ) -> None:
     """``symbol`` at ``value`` into ``numbers``; a fresh symbol (in ``renamed``) where the
     name is already taken by another array."""
     if symbol in numbers and numbers[symbol] is not value:
         fresh = sp.Dummy(symbol.name)
-        renamed[key] = fresh
+        renamed[symbol] = fresh
         numbers[fresh] = value
         return
     numbers[symbol] = value

@@ -35,7 +35,7 @@ class Expired(BaseException):
     a BaseException, so that no ``except Exception`` inside SymPy swallows it."""
 
 
-def _raise_in(thread: int, exception: type[BaseException]) -> None:
+def raise_in(thread: int, exception: type[BaseException]) -> None:
     """Schedule ``exception`` in ``thread``: it lands at that thread's next bytecode check.
     (Never called with NULL to cancel one: CPython 3.11 then keeps its eval breaker set,
     and a traced thread spins at the next function entry.)"""
@@ -63,7 +63,7 @@ def time_limit(seconds: float) -> Iterator[None]:
             return
         while not done.is_set() and not count["caught"]:
             count["raised"] += 1
-            _raise_in(thread, Expired)
+            raise_in(thread, Expired)
             done.wait(AGAIN)
 
     watchdog = threading.Thread(target=watch, name="autograd-cli-time-limit", daemon=True)

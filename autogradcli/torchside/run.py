@@ -241,10 +241,8 @@ def _in_graph(out: torch.Tensor, leaf: torch.Tensor) -> bool:
 
 def _grad_snapshot(session: Session, name: str, wide: bool) -> np.ndarray:
     """``snapshot`` of the input's .grad; zeros where backward sent it none (``unsent``)."""
-    grad = session.leaves[name].grad
-    if grad is None:
-        return np.zeros(tuple(session.leaves[name].shape), np.float64 if wide else np.float32)
-    return snapshot(grad, wide)
+    leaf = session.leaves[name]
+    return snapshot(torch.zeros_like(leaf) if leaf.grad is None else leaf.grad, wide)
 
 
 def tensor_of(trace: Trace, name: str) -> torch.Tensor:
