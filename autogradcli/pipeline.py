@@ -84,16 +84,7 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
     check_grad(bound, plan.repeat, request.explain, every)
     session = start(bound)
     retained = list(request.retained)
-    beside = Beside(lambda: reference_for(bound, session)) if overlapped(session) else None
-    try:
-        autograd = run_passes(session, plan, retained, request.explicit, request.explain)
-    except BaseException as exc:  # autograd's error first, as when the reference came after
-        if beside is not None:
-            beside.abandon(exc)
-        raise
-    if not (request.inspect or retained or request.explain):
-        autograd.release()  # only a diagnosis would look at the forward values
-    reference = reference_for(bound, session) if beside is None else beside.result()
+    autograd, reference = _passes_and_reference(bound, session, request, retained)
     hooks = _hooks(bound, autograd.hook_calls, reference.model)  # before it evaluates again
     weights = None if session.weight_tensor is None else session.seen_weights
     expected, notes = reference.expected, [*bound.notes, *reference.notes]
@@ -158,6 +149,24 @@ def run_grad(bound: Bound, request: GradRequest) -> GradResult:
         rounding_bound=judge.relative,
         strict=settings.strict,
     )
+
+
+def _passes_and_reference(
+    bound: Bound, session: Session, request: GradRequest, retained: list[str]
+) -> tuple[Autograd, Reference]:
+    """Autograd's passes, then the reference; the reference beside the passes, in a second
+    thread, where ``overlapped`` says a core is free for it."""
+    beside = Beside(lambda: reference_for(bound, session)) if overlapped(session) else None
+    try:
+        autograd = run_passes(session, request.plan, retained, request.explicit, request.explain)
+    except BaseException as exc:  # autograd's error first, as when the reference came after
+        if beside is not None:
+            beside.abandon(exc)
+        raise
+    if not (request.inspect or retained or request.explain):
+        autograd.release()  # only a diagnosis would look at the forward values
+    reference = reference_for(bound, session) if beside is None else beside.result()
+    return autograd, reference
 
 
 def _pass_notes(bound: Bound, plan: Passes, autograd: Autograd) -> list[Note]:
