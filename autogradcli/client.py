@@ -13,18 +13,20 @@ is answered here once. docs/worker.md describes it.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import select
 import signal
 import sys
 import time
-from collections.abc import Mapping
-from typing import Any
 
 import autogradcli
 from autogradcli.worker import wire
+
+TYPE_CHECKING = False  # typing's, without importing typing (milliseconds of every call)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 # Words that need no torch: answered here, and no worker is started for them.
 CHEAP = frozenset({"--help", "--version", "--install-completion", "--show-completion"})
@@ -166,8 +168,10 @@ class Question:
             watch = [sock, wake] + ([0] if wanted is not None else [])
             ready, _, _ = select.select(watch, [], [], 0.25)
             if wake in ready:
-                with contextlib.suppress(BlockingIOError):
+                try:  # noqa: SIM105 (contextlib: milliseconds of the client's start)
                     os.read(wake, 512)
+                except BlockingIOError:
+                    pass
             if 0 in ready and wanted is not None:
                 try:
                     data = os.read(0, wanted)
@@ -422,6 +426,8 @@ def main() -> None:
     try:
         in_process(bytes(question.consumed))
     finally:  # after the answer: the worker's start takes nothing from it
-        with contextlib.suppress(OSError, ValueError):
+        try:  # noqa: SIM105 (contextlib: milliseconds of the client's start)
             sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
         start_worker(env)

@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "autogradcli"
 # Each unit may import (at module level) only units before it: the pipeline's order.
 LAYERS = [
     "autogradcli",  # the package itself (__version__)
+    "registry",  # the command registry
     "errors",
     "recursion",
     "memory",
