@@ -715,6 +715,40 @@ def test_a_worker_that_dies_mid_question_leaves_it_to_the_client(worker):
     test_the_next_call_is_answered_by_the_worker(worker)
 
 
+def test_the_next_question_goes_to_the_spare_and_a_dead_spare_is_replaced(worker):
+    """A process forked ahead waits for the next question and answers it; once no question
+    runs another is forked. A spare killed while it waits is replaced, and the question
+    that comes meanwhile is answered by a process forked for it."""
+    spare = _wait(lambda: worker.status()["spare"], 60, "a spare")  # type: ignore[index]
+    process = _question_waiting_for_input(worker, b"x**")
+    assert worker.status()["pids"] == [spare]  # type: ignore[index]
+    out, err = process.communicate(b"3 + 2*x", timeout=60)
+    expected = in_process(["grad", "-", "--x", "2"], "x**3 + 2*x")
+    assert (out.decode(), err.decode(), process.returncode) == expected and expected[2] == 0
+
+    def another() -> int | None:
+        found = worker.status()["spare"]  # type: ignore[index]
+        return found if found not in (None, spare) else None
+
+    new = _wait(another, 60, "the next spare")
+    os.kill(new, signal.SIGKILL)
+    _wait(lambda: worker.status()["spare"] != new, 30, "the worker to see it go")  # type: ignore[index]
+    test_the_next_call_is_answered_by_the_worker(worker)
+    _wait(another, 60, "a spare after the dead one")
+
+
+def test_a_spare_that_has_gone_is_not_handed_a_question():
+    """Its end of the channel closed: ``hand`` says so and the worker forks a child."""
+    ours, theirs = socket.socketpair()
+    theirs.close()
+    question, _ = socket.socketpair()
+    try:
+        assert server.Spare(0, ours).hand(question, b"{}") is False
+        assert ours.fileno() == -1  # the channel is closed either way
+    finally:
+        question.close()
+
+
 def test_the_worker_exits_when_idle(worker):
     """Last of the module: a question that asks for an idle time of 0.2 s."""
     env = {**worker.env, wire.IDLE: "0.2"}

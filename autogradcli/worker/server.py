@@ -42,6 +42,7 @@ from autogradcli.worker import wire
 MAX_RUNNING = 4  # questions answered at once; more wait for one to finish
 STATUS_SECONDS = 1.0  # how often a question reports that it is alive
 TICK_SECONDS = 1.0  # the longest the loop sleeps between looks at its clock
+POLL_SECONDS = 0.01  # while a question runs: how soon after it ends a spare is forked
 STAMP_SECONDS = 2.0  # how often the loop looks for a change of the installed package
 
 # What the worker asks itself before it listens: each command once, so that the modules
@@ -56,6 +57,10 @@ WARM_UP = (
     ["graph", "x*x", "--x", "2", "--device", "cpu"],
     ["plot", "x**2", "--x", "0:1", "--points", "5", "--device", "cpu"],
 )
+# What a spare child asks itself before it waits for its question: the first question in a
+# forked process runs about twice as long as the next (its pages are copied from the
+# worker's as it writes them, torch starts its threads), so the spare pays that first.
+SPARE_WARM_UP = WARM_UP[0]
 
 
 def _resident() -> int:
@@ -84,7 +89,9 @@ class Worker:
         self.stamp = wire.stamp()
         self.started = time.time()
         self.questions = 0
-        self.children: dict[int, float] = {}
+        self.children: dict[int, float] = {}  # the questions running, by pid
+        self.spare: Spare | None = None
+        self.spare_after = 0.0  # no spare is forked before this time (one has just died)
         self.idle = wire.seconds(os.environ, wire.IDLE, wire.IDLE_SECONDS)
         self.last = time.monotonic()
         self.stopping = False
@@ -128,8 +135,13 @@ class Worker:
         assert self.listener is not None
         checked = time.monotonic()
         while not self.stopping:
+            self.reap()
+            if self.spare is None and not self.children and time.monotonic() > self.spare_after:
+                self.spare = Spare.fork(self)  # once no question takes the cores
             tick = min(TICK_SECONDS, self.idle)  # a short idle time is kept to the tick
-            ready, _, _ = select.select([self.listener], [], [], tick)
+            ready, _, _ = select.select(
+                [self.listener], [], [], POLL_SECONDS if self.children else tick
+            )
             self.reap()
             if ready:
                 try:
@@ -147,15 +159,22 @@ class Worker:
                     return
 
     def reap(self, block: bool = False) -> None:
-        """Collect the children that have finished (wait for one when ``block``)."""
-        while self.children:
+        """Collect the children that have finished (wait for one when ``block``); a spare
+        that has died is forgotten (another is forked when no question runs)."""
+        while self.children or self.spare is not None:
             try:
                 pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
             except ChildProcessError:
                 self.children.clear()
+                self.spare = None
                 return
             if pid == 0:
                 return
+            if self.spare is not None and pid == self.spare.pid:  # died waiting: a bug
+                self.spare.close()
+                self.spare = None
+                self.spare_after = time.monotonic() + TICK_SECONDS
+                continue
             self.children.pop(pid, None)
             self.last = time.monotonic()
             block = False
@@ -168,6 +187,7 @@ class Worker:
             "questions": self.questions,
             "running": len(self.children),
             "pids": sorted(self.children),
+            "spare": None if self.spare is None else self.spare.pid,
             "rss": _resident(),
             "idle": self.idle,
             "version": wire.autogradcli.__version__,
@@ -197,31 +217,45 @@ class Worker:
                     wire.send_json(conn, {"op": "stale"})
                 else:
                     self.idle = wire.seconds(message.get("env", {}), wire.IDLE, wire.IDLE_SECONDS)
-                    self.fork(conn, message)
+                    self.fork(conn, message, payload)
         except (OSError, EOFError, ValueError, AttributeError):
             pass
         finally:
             conn.close()
 
-    def fork(self, conn: socket.socket, message: dict[str, Any]) -> None:
-        """Answer ``message`` in a child process."""
+    def fork(self, conn: socket.socket, message: dict[str, Any], payload: bytes) -> None:
+        """Answer ``message`` in a child process: the spare when there is one (it is handed
+        the connection and the request's bytes), else one forked now."""
         while len(self.children) >= MAX_RUNNING:
             self.reap(block=True)
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            try:
-                if self.listener is not None:
-                    self.listener.close()
-                if self.lock is not None:
-                    os.close(self.lock)
-                answer(conn, message, self.pristine)
-            finally:
-                os._exit(0)
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.hand(conn, payload):
+            pid = spare.pid
+        else:
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                try:
+                    self.forget()
+                    answer(conn, message, self.pristine)
+                finally:
+                    os._exit(0)
         self.children[pid] = time.monotonic()
         self.questions += 1
 
+    def forget(self) -> None:
+        """In a child: close the worker's listener, lock and spare."""
+        if self.listener is not None:
+            self.listener.close()
+        if self.lock is not None:
+            os.close(self.lock)
+        if self.spare is not None:
+            self.spare.channel.close()
+
     def close(self) -> None:
-        """Stop listening: the socket file goes first, then the lock."""
+        """Stop listening: the socket file goes first, then the lock; a spare exits."""
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
         if self.listener is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.place.socket)
@@ -230,6 +264,67 @@ class Worker:
         if self.lock is not None:
             os.close(self.lock)
             self.lock = None
+
+
+class Spare:
+    """A child forked before its question comes: it answers ``SPARE_WARM_UP`` to nobody,
+    then waits on a socket pair for a client's connection (passed as a descriptor) and the
+    request's bytes, and answers it as a child forked for it would. The fork and the
+    first-question slowness are then paid between questions, not during one."""
+
+    def __init__(self, pid: int, channel: socket.socket) -> None:
+        self.pid, self.channel = pid, channel
+
+    @classmethod
+    def fork(cls, worker: Worker) -> Spare | None:
+        """A new spare of ``worker`` (None when it cannot fork)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:  # the child: never returns
+            try:
+                ours.close()
+                worker.forget()
+                _wait_for_question(theirs, worker.pristine)
+            finally:
+                os._exit(0)
+        theirs.close()
+        return cls(pid, ours)
+
+    def hand(self, conn: socket.socket, payload: bytes) -> bool:
+        """Give the spare its question; False when it has gone (fork another)."""
+        try:
+            socket.send_fds(self.channel, [b"Q"], [conn.fileno()])
+            wire.send(self.channel, b"J", payload)
+        except OSError:
+            self.close()
+            return False
+        finally:
+            self.channel.close()
+        return True
+
+    def close(self) -> None:
+        """Let the spare go: a closed channel is its signal to exit."""
+        self.channel.close()
+
+
+def _wait_for_question(channel: socket.socket, pristine: Any) -> None:
+    """The spare's life: warm up, wait for a connection and its request, answer it."""
+    from autogradcli.cli.app import main
+
+    contextvars.copy_context().run(_quietly, main, list(SPARE_WARM_UP))
+    gc.collect()
+    _, fds, _, _ = socket.recv_fds(channel, 1, 1)
+    if not fds:
+        return  # the worker has gone or let this spare go
+    conn = socket.socket(fileno=fds[0])
+    _, payload = wire.receive(channel)
+    channel.close()
+    answer(conn, json.loads(payload), pristine)
 
 
 def _quietly(main: Any, args: list[str]) -> None:

@@ -2,25 +2,27 @@
 makes a worker stale, the framing of messages, and ``worker status`` / ``worker stop``.
 
 Only light standard-library modules are imported here (no torch, SymPy, Typer, Rich or
-NumPy): the client imports this before it knows whether it must run in-process.
+NumPy, nor ``socket``, ``dataclasses`` or ``typing``, which take milliseconds of their own):
+the client imports this before it knows whether it must run in-process.
 """
 
 from __future__ import annotations
 
-import contextlib
+import _socket
 import json
 import os
-import socket
 import stat
 import struct
 import sys
 import time
 import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 import autogradcli
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 OFF = "AUTOGRAD_CLI_NO_WORKER"  # set (not "" or "0"): every command runs in-process
 IDLE = "AUTOGRAD_CLI_WORKER_IDLE"  # seconds without a question before the worker exits
@@ -97,17 +99,16 @@ def disabled(env: Mapping[str, str]) -> bool:
 
 def supported() -> bool:
     """Unix sockets and a way to learn a peer's uid (Linux, the BSDs, macOS)."""
-    return os.name == "posix" and hasattr(socket, "AF_UNIX")
+    return os.name == "posix" and hasattr(_socket, "AF_UNIX")
 
 
-@dataclass(frozen=True)
 class Place:
     """The files of this installation's worker, in the user's private directory."""
 
-    folder: str
-    socket: str
-    lock: str
-    log: str
+    __slots__ = ("folder", "lock", "log", "socket")
+
+    def __init__(self, folder: str, socket: str, lock: str, log: str) -> None:
+        self.folder, self.socket, self.lock, self.log = folder, socket, lock, log
 
 
 def _private(path: str, uid: int) -> bool:
@@ -181,8 +182,10 @@ def stamp() -> str:
     times = []
     for path in sys.path[1:]:
         if path.endswith(("site-packages", "dist-packages")):
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 (contextlib: milliseconds of the client's start)
                 times.append(os.stat(path).st_mtime_ns)
+            except OSError:
+                pass
     return f"{autogradcli.__version__}:{count}:{size}:{total}:{times}"
 
 
@@ -200,13 +203,13 @@ def fingerprint(env: Mapping[str, str]) -> str:
 # --- who is at the other end ---------------------------------------------------------------
 
 
-def peer_uid(sock: socket.socket) -> int | None:
+def peer_uid(sock: _socket.socket) -> int | None:
     """The uid of the process at the other end of a Unix socket (``SO_PEERCRED`` on Linux,
     ``getpeereid`` elsewhere); None where neither is available."""
-    if hasattr(socket, "SO_PEERCRED"):
+    if hasattr(_socket, "SO_PEERCRED"):
         size = struct.calcsize("3i")
         _pid, uid, _gid = struct.unpack(
-            "3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size)
+            "3i", sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, size)
         )
         return uid
     try:
@@ -222,7 +225,7 @@ def peer_uid(sock: socket.socket) -> int | None:
         return None
 
 
-def peer_allowed(sock: socket.socket, uid: int | None = None) -> bool:
+def peer_allowed(sock: _socket.socket, uid: int | None = None) -> bool:
     """Whether the peer runs as ``uid`` (default: this process's user)."""
     try:
         peer = peer_uid(sock)
@@ -231,9 +234,9 @@ def peer_allowed(sock: socket.socket, uid: int | None = None) -> bool:
     return peer is not None and peer == (os.getuid() if uid is None else uid)
 
 
-def connect(path: str, timeout: float = 2.0) -> socket.socket | None:
+def connect(path: str, timeout: float = 2.0) -> _socket.socket | None:
     """A connection to the worker at ``path`` run by this user, else None."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(path)
@@ -249,17 +252,17 @@ def connect(path: str, timeout: float = 2.0) -> socket.socket | None:
 # --- framing ---------------------------------------------------------------------------------
 
 
-def send(sock: socket.socket, kind: bytes, payload: bytes = b"") -> None:
+def send(sock: _socket.socket, kind: bytes, payload: bytes = b"") -> None:
     """One frame: a kind byte, the payload's length, the payload."""
     sock.sendall(FRAME.pack(kind, len(payload)) + payload)
 
 
-def send_json(sock: socket.socket, message: dict[str, Any]) -> None:
+def send_json(sock: _socket.socket, message: dict[str, Any]) -> None:
     """A control message (kind ``J``)."""
     send(sock, b"J", json.dumps(message).encode())
 
 
-def _exactly(sock: socket.socket, size: int) -> bytes:
+def _exactly(sock: _socket.socket, size: int) -> bytes:
     parts, left = [], size
     while left:
         part = sock.recv(min(left, CHUNK))
@@ -270,7 +273,7 @@ def _exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(parts)
 
 
-def receive(sock: socket.socket) -> tuple[bytes, bytes]:
+def receive(sock: _socket.socket) -> tuple[bytes, bytes]:
     """The next frame's kind and payload (``EOFError`` when the other end has gone)."""
     kind, size = FRAME.unpack(_exactly(sock, FRAME.size))
     if size > MAX_FRAME:
@@ -326,7 +329,8 @@ def control(action: str, env: Mapping[str, str], echo: Callable[[str], None]) ->
     echo(f"worker: running{off}, pid {answer['pid']}, since {_when(answer['started'])}")
     echo(
         f"memory: {answer['rss'] / 2**20:.0f} MB resident (each question runs in a process "
-        "forked from it, sharing that memory)"
+        "forked from it, sharing that memory; one such process waits, warmed up, for the "
+        "next question)"
     )
     echo(f"questions answered: {answer['questions']} ({answer['running']} running now)")
     echo(
