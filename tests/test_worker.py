@@ -737,16 +737,20 @@ def test_the_next_question_goes_to_the_spare_and_a_dead_spare_is_replaced(worker
     _wait(another, 60, "a spare after the dead one")
 
 
-def test_a_spare_that_has_gone_is_not_handed_a_question():
-    """Its end of the channel closed: ``hand`` says so and the worker forks a child."""
+def test_a_spare_that_does_not_take_its_question_is_killed_and_passed_over():
+    """Its end of the channel closed: ``hand`` says so (the worker forks a child for the
+    question) and kills the process, which might be alive but stuck."""
+    stuck = subprocess.Popen(["sleep", "60"])
     ours, theirs = socket.socketpair()
     theirs.close()
     question, _ = socket.socketpair()
     try:
-        assert server.Spare(0, ours).hand(question, b"{}") is False
+        assert server.Spare(stuck.pid, ours).hand(question, b"{}") is False
         assert ours.fileno() == -1  # the channel is closed either way
+        assert stuck.wait(timeout=10) == -signal.SIGKILL
     finally:
         question.close()
+        stuck.kill()
 
 
 def test_the_worker_exits_when_idle(worker):

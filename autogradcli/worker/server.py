@@ -42,6 +42,7 @@ from autogradcli.worker import wire
 MAX_RUNNING = 4  # questions answered at once; more wait for one to finish
 STATUS_SECONDS = 1.0  # how often a question reports that it is alive
 TICK_SECONDS = 1.0  # the longest the loop sleeps between looks at its clock
+HAND_SECONDS = 5.0  # the longest the worker waits for its spare to take a question
 POLL_SECONDS = 0.01  # while a question runs: how soon after it ends a spare is forked
 STAMP_SECONDS = 2.0  # how often the loop looks for a change of the installed package
 
@@ -296,12 +297,15 @@ class Spare:
         return cls(pid, ours)
 
     def hand(self, conn: socket.socket, payload: bytes) -> bool:
-        """Give the spare its question; False when it has gone (fork another)."""
+        """Give the spare its question; False when it has gone or does not take it within
+        ``HAND_SECONDS`` (it is killed, and a child is forked for the question)."""
         try:
+            self.channel.settimeout(HAND_SECONDS)
             socket.send_fds(self.channel, [b"Q"], [conn.fileno()])
             wire.send(self.channel, b"J", payload)
         except OSError:
-            self.close()
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
             return False
         finally:
             self.channel.close()
