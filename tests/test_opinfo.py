@@ -56,12 +56,15 @@ def op_db() -> Iterator[list[Any]]:
     """PyTorch's OpInfos. Their sample generators look for a ``unittest.TestCase`` on the
     stack to tag the inputs they track (``extract_test_fn``: ``inspect.stack()``, about 0.2 s
     a call under pytest's deep stack, twice per generator); a pytest function has none, so
-    its answer here is None, given without the search."""
+    its answer here is None, given without the search. opinfo.core imported the function by
+    name, so its own name is replaced as well (where the generators call it)."""
     from torch.testing._internal import common_utils
     from torch.testing._internal.common_methods_invocations import op_db
+    from torch.testing._internal.opinfo import core
 
     patch = pytest.MonkeyPatch()
     patch.setattr(common_utils, "extract_test_fn", lambda: None)
+    patch.setattr(core, "extract_test_fn", lambda: None)
     yield op_db
     patch.undo()
 
