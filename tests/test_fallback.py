@@ -242,7 +242,7 @@ def test_one_wrong_element_through_the_judge_is_a_disagreement(index, times):
     by ``grad`` against the fallback reference: ✗, at float32's tolerance in the header."""
     import autogradcli.pipeline as pipeline
 
-    real = pipeline.run_passes
+    real, reference_for = pipeline.run_passes, pipeline.reference_for
 
     def wrong_at_index(*args, **kwargs):
         autograd = real(*args, **kwargs)
@@ -250,10 +250,24 @@ def test_one_wrong_element_through_the_judge_is_a_disagreement(index, times):
         grad[index] += times * (1e-5 + 1.3e-6 * abs(grad[index]))
         return autograd
 
-    with sympy_expires(), mock.patch.object(pipeline, "run_passes", wrong_at_index):
+    def once(*args, **kwargs):
+        """The fallback reference of the first example (the same program at the same
+        inputs in every example: only autograd's .grad differs), kept for the others."""
+        if not _JUDGED:
+            _JUDGED.append(reference_for(*args, **kwargs))
+        return _JUDGED[0]
+
+    with (
+        sympy_expires(),
+        mock.patch.object(pipeline, "run_passes", wrong_at_index),
+        mock.patch.object(pipeline, "reference_for", once),
+    ):
         r = ag.grad(ADVERSARY, x="linspace(-3, 3, 300)")
     assert (r.rtol, r.atol) == TOLERANCES["float32"] and r.expected_by == "numeric"
     assert r.variables["x"].verdict == "disagree" and r.verdict == "disagree"
+
+
+_JUDGED: list[object] = []  # test_one_wrong_element_through_the_judge's reference
 
 
 # --- ✓ never at a tolerance looser than the header's ---------------------------------------
