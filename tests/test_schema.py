@@ -114,3 +114,27 @@ def test_every_published_schema_uses_the_fast_tensor_check():
         schema = json.loads((SCHEMA / f"{name}.schema.json").read_text())
         if "tensor" in schema.get("$defs", {}):
             assert isinstance(validator(name), FastValidator), name
+
+
+def test_the_inlined_schemas_judge_as_jsonschema_does():
+    """``validator`` inlines each schema's references: every document of the API test
+    above, and each with one field broken, is valid under it exactly when it is under
+    jsonschema's own validator of the published file."""
+    from tests.schemas import reference_validator, schema_of, validator
+
+    breaks = [("verdict", "maybe"), ("schema_version", "1"), ("rtol", [1]), ("notes", {})]
+    for make in test_api_documents_validate.pytestmark[0].args[1]:
+        document = make()
+        name = schema_of(document)
+        assert validator(name).is_valid(document) and reference_validator(name).is_valid(document)
+        for key, value in breaks:
+            if key in document:
+                broken = {**document, key: value}
+                assert not reference_validator(name).is_valid(broken), (name, key)
+                assert not validator(name).is_valid(broken), (name, key)
+        for key, part in document.items():
+            if isinstance(part, dict) and part:
+                inner = next(iter(part))
+                broken = {**document, key: {**part, inner: {"not": "a document's"}}}
+                expected = reference_validator(name).is_valid(broken)
+                assert validator(name).is_valid(broken) is expected, (name, key, inner)
