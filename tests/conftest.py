@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
+import gc
 import json
 import os
 import shlex
@@ -31,6 +33,11 @@ settings.register_profile(
     "suite", derandomize=os.environ.get("AUTOGRAD_CLI_LONG") != "1", database=None
 )
 settings.load_profile("suite")
+# At exit, everything the run made is moved out of the cycle collector's sight: the
+# interpreter's last collections would walk a heap of SymPy and torch objects the process
+# is about to drop (seconds at the end of an xdist worker, which the run waits on). An
+# atexit handler: after pytest's own cleanup, which collects to find unraisable errors.
+atexit.register(gc.freeze)
 ENV = {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "dumb"}
 try:  # Click before 8.2 mixes stderr into stdout unless asked not to
     RUNNER = CliRunner(env=ENV, mix_stderr=False)  # type: ignore[call-arg]
