@@ -117,6 +117,14 @@ FIRST_HALF = ("test_docs", "test_oracles", "test_opinfo", "test_fallback", "test
 SECOND_HALF = ("test_worker", "test_tutorials", "test_time_limits", "test_plot", "test_cli")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection loaded (torch, SymPy, the test modules: objects that live as long as
+    the run) is moved out of the cycle collector's sight, as the warm worker does after its
+    warm-up: each full collection then walks only what the tests made (the suite's full
+    collections took about half the time in a measurement of four modules)."""
+    gc.freeze()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """``FIRST_HALF``'s modules, then other tests up to half of them, then ``SECOND_HALF``'s
     modules, then the rest; the collected order otherwise."""
