@@ -31,7 +31,10 @@ def test_python_dash_m():
     assert done.stdout.startswith("autograd-cli ")
 
 
-def test_help_and_version_do_not_import_torch_or_sympy():
+@pytest.fixture(scope="module")
+def light() -> list[str]:
+    """One process: --help, grad --help and --version, then what is imported; a parse
+    error, then whether torch is (the two questions in the order a user might ask them)."""
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
@@ -39,23 +42,21 @@ def test_help_and_version_do_not_import_torch_or_sympy():
         "for args in (['--help'], ['grad', '--help'], ['--version']):\n"
         "    assert CliRunner().invoke(app, args).exit_code == 0\n"
         "print(sorted(m for m in ('torch', 'sympy') if m in sys.modules))\n"
-    )
-    done = run(sys.executable, "-c", code)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
-
-
-def test_parse_errors_do_not_import_torch():
-    code = (
-        "import sys\n"
-        "from typer.testing import CliRunner\n"
-        "from autogradcli.cli import app\n"
         "r = CliRunner().invoke(app, ['grad', 'x.y', '--x', '2'])\n"
         "assert r.exit_code == 2, r.output\n"
         "print('torch' in sys.modules)\n"
     )
     done = run(sys.executable, "-c", code)
-    assert done.stdout.strip() == "False", done.stderr
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_help_and_version_do_not_import_torch_or_sympy(light: list[str]) -> None:
+    assert light[0] == "[]"
+
+
+def test_parse_errors_do_not_import_torch(light: list[str]) -> None:
+    assert light[1] == "False"
 
 
 # One real process per way an error reaches the line: the parser's refusal, Click's usage
