@@ -77,9 +77,15 @@ def test_every_unit_has_a_layer():
     } <= {*LAYERS, "__init__"}
 
 
-@pytest.mark.parametrize("unit", sorted(units()))
+def _unit_names() -> list[str]:
+    """Every unit, from the file names (collection parses nothing: units() runs in the test)."""
+    parts = [py.relative_to(PACKAGE).parts[0] for py in PACKAGE.rglob("*.py")]
+    return sorted({"autogradcli" if p == "__init__.py" else p.removesuffix(".py") for p in parts})
+
+
+@pytest.mark.parametrize("unit", _unit_names())
 def test_imports_point_back_along_the_pipeline(unit):
-    upward = [t for t in units()[unit] if LAYERS.index(t) > LAYERS.index(unit)]
+    upward = [t for t in units().get(unit, set()) if LAYERS.index(t) > LAYERS.index(unit)]
     assert not upward, f"{unit} imports {upward}, later stages"
 
 
