@@ -9,7 +9,6 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 from autogradcli.magics import check, words_of
@@ -27,6 +26,8 @@ print(x.grad)
 def ip(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "100")
+    from IPython.testing import globalipapp  # half a second: not at collection
+
     globalipapp.start_ipython()  # IPython's test shell: the first call starts it
     shell = globalipapp.get_ipython()
     shell.run_line_magic("load_ext", "autogradcli")
