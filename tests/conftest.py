@@ -48,18 +48,19 @@ except TypeError:
 # small command's run). The suite builds it once, as cli/lines.group() does for the shell
 # and check: a command registered later is found by the group itself. Another app, or a
 # build where Typer's own _TYPER_* variables are set (it reads them as it builds), is built
-# as before.
-_BUILD = typer.testing._get_command
-_BUILT = _BUILD(app)
+# as before; so does every build where Typer has no such function (another version).
+_BUILD = getattr(typer.testing, "_get_command", None)
 
 
 def _built_once(instance: typer.Typer) -> Any:
     if instance is app and not any(k.startswith("_TYPER") for k in os.environ):
         return _BUILT
-    return _BUILD(instance)
+    return _BUILD(instance)  # type: ignore[misc]
 
 
-typer.testing._get_command = _built_once
+if _BUILD is not None:
+    _BUILT = _BUILD(app)
+    typer.testing._get_command = _built_once
 
 
 @dataclass
