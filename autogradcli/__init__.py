@@ -40,20 +40,6 @@ FAULT_EXIT_CODES: dict[int, str] = {
 FAULT_EXITS = "Also: " + ", ".join(f"{k} {v}" for k, v in FAULT_EXIT_CODES.items()) + "."
 
 
-# The registry's own names, exported from registry.py as they are.
-REGISTRY = (
-    "EXIT_CODES",
-    "COMMANDS",
-    "Command",
-    "register",
-    "unregister",
-    "resolve",
-    "line_commands",
-    "case_commands",
-    "schemas",
-    "renderers",
-)
-
 if TYPE_CHECKING:  # for type checkers and editors (``__all__`` is derived from the registry)
     # ruff: noqa: F401
     from typing import Any
@@ -81,7 +67,7 @@ def __getattr__(name: str) -> Any:
     """Import the API's names on first use (PEP 562); a command registered later is found
     too. ``__all__`` is the API's names, from the registry."""
     registry = _registry()
-    if name in REGISTRY:
+    if name in registry.__all__:  # the registry's own names
         return getattr(registry, name)
     if name == "__all__":
         return __dir__()

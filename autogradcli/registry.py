@@ -11,6 +11,20 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+# The names ``autogradcli`` exports from here as they are.
+__all__ = [
+    "COMMANDS",
+    "EXIT_CODES",
+    "Command",
+    "case_commands",
+    "line_commands",
+    "register",
+    "renderers",
+    "resolve",
+    "schemas",
+    "unregister",
+]
+
 EXIT_CODES = "Exit codes: 0 autograd and SymPy agree, 1 they disagree, 2 bad input."
 
 

@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from autogradcli import INTERRUPTED
@@ -229,30 +230,31 @@ class Worker:
         the connection and the request's bytes), else one forked now."""
         while len(self.children) >= MAX_RUNNING:
             self.reap(block=True)
-        spare = self.spare if self.spare is not None and self.spare.ready() else None
-        if spare is not None:
+        spare, pid = self.spare, None
+        if spare is not None and spare.ready():
             self.spare = None
-        if spare is not None and spare.hand(conn, payload):
-            pid = spare.pid
-        else:
-            pid = os.fork()
-            if pid == 0:  # the child: never returns
-                try:
-                    self.forget()
-                    answer(conn, message, self.pristine)
-                finally:
-                    os._exit(0)
+            pid = spare.pid if spare.hand(conn, payload) else None
+        if pid is None:
+            pid = self.child(lambda: answer(conn, message, self.pristine))
         self.children[pid] = time.monotonic()
         self.questions += 1
 
-    def forget(self) -> None:
-        """In a child: close the worker's listener, lock and spare."""
-        if self.listener is not None:
-            self.listener.close()
-        if self.lock is not None:
-            os.close(self.lock)
-        if self.spare is not None:
-            self.spare.channel.close()
+    def child(self, run: Callable[[], None]) -> int:
+        """Fork; the child closes the worker's listener, lock and spare, runs ``run`` and
+        exits. The child's pid."""
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            try:
+                if self.listener is not None:
+                    self.listener.close()
+                if self.lock is not None:
+                    os.close(self.lock)
+                if self.spare is not None:
+                    self.spare.channel.close()
+                run()
+            finally:
+                os._exit(0)
+        return pid
 
     def close(self) -> None:
         """Stop listening: the socket file goes first, then the lock; a spare exits."""
@@ -291,20 +293,18 @@ class Spare:
     def fork(cls, worker: Worker) -> Spare | None:
         """A new spare of ``worker`` (None when it cannot fork)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+        def wait() -> None:
+            ours.close()
+            _wait_for_question(theirs, worker.pristine)
+
         try:
-            pid = os.fork()
+            pid = worker.child(wait)
         except OSError:
             ours.close()
-            theirs.close()
             return None
-        if pid == 0:  # the child: never returns
-            try:
-                ours.close()
-                worker.forget()
-                _wait_for_question(theirs, worker.pristine)
-            finally:
-                os._exit(0)
-        theirs.close()
+        finally:
+            theirs.close()
         return cls(pid, ours)
 
     def hand(self, conn: socket.socket, payload: bytes) -> bool:
